@@ -1,0 +1,58 @@
+"""The ``adl`` command: a thin layer over the Python API.
+
+Exit status: 0 success, 1 invalid input (an ADL error, bad data), 2 a usage error.
+A user error prints one clear message and no traceback; ``--debug`` shows the traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable, Sequence
+
+from ..errors import ADLError
+from . import compile as compile_cmd
+from .common import UsageError
+
+# Each command module has add_parser(subparsers) and run(args) -> int.
+COMMANDS = [compile_cmd]
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="adl", description="ADL: architecture definition "
+                                "language for neural machine translation.")
+    p.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for cmd in COMMANDS:
+        cmd.add_parser(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = parser()
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
+        return int(exc.code or 0)
+    run: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return run(args)
+    except ADLError as exc:
+        if args.debug:
+            raise
+        print(exc.render(), file=sys.stderr)
+        return 1
+    except UsageError as exc:
+        if args.debug:
+            raise
+        print(f"adl {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

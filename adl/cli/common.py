@@ -1,0 +1,41 @@
+"""Pieces shared by the ``adl`` commands."""
+from __future__ import annotations
+
+import argparse
+
+from .. import api
+from ..errors import ADLError
+
+
+class UsageError(Exception):
+    """A command line that cannot be carried out as written (exit 2)."""
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--d-model", type=int, default=512, metavar="N", help="model size (512)")
+    p.add_argument("--heads", type=int, default=8, metavar="N",
+                   help="default attention heads (8)")
+    p.add_argument("--dropout", type=float, default=0.1, metavar="P",
+                   help="default dropout rate (0.1)")
+    p.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
+                   help="set $NAME (repeatable), e.g. --var FF_NUM_HIDDEN=1024")
+
+
+def model_options(args: argparse.Namespace) -> dict:
+    variables = {}
+    for item in args.var:
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            raise UsageError(f"--var takes NAME=VALUE, not {item!r}")
+        variables[name.lstrip("$")] = value
+    return dict(d_model=args.d_model, heads=args.heads, dropout=args.dropout, vars=variables)
+
+
+def checked_model_options(args: argparse.Namespace) -> dict:
+    """The model options, validated once (a bad value is a usage error)."""
+    options = model_options(args)
+    try:
+        api.hyper(**options)
+    except ADLError as exc:
+        raise UsageError("; ".join(d.message for d in exc.diagnostics)) from None
+    return options

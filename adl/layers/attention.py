@@ -1,0 +1,113 @@
+"""Attention layers of Domhan 2018 §2.3: dot-product (multi-head) and MLP attention.
+
+Self-attention is always spelled ``*_self_att``; ``mh_dot_src_att``, ``dot_src_att`` and
+``mlp_src_att`` attend to the encoder states U. Sockeye's ``mh_dot_att`` and the paper's
+chain spelling ``mlp_att`` are the source attentions too.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from ..registry import DECODER, In, Out, Refusal, layer
+from ..types import DROPOUT, HEADS, INPUT, Count, Positive, Rate, Size, aka
+
+EncoderBlock = Annotated[int | Literal["top", "increasing", "decreasing"],
+                         aka("block", "encoder_layer")]
+Heads = Annotated[Count, aka("h", "num_heads")]
+Scale = Annotated[Positive | None, aka("scale")]
+AttSize = Annotated[Size | None, aka("d_p", "att_size")]
+AttDropout = Annotated[Rate, aka("dropout_attention")]
+
+_SOURCE = dict(roles=(DECODER,), attends_source=True,
+               why="it attends to the encoder's states, and only a decoder has them")
+
+
+def att_size(h: In, heads: int, num_hidden: int, att_num_hidden: int | None) -> int:
+    """The projected size d_p, split over the heads."""
+    a = att_num_hidden if att_num_hidden is not None else num_hidden
+    if a % heads:
+        at = "att_num_hidden" if att_num_hidden is not None else "heads"
+        raise Refusal(f"{heads} heads do not divide the attention size {a}", at=at,
+                      hint=f"choose a number of heads that divides {a}")
+    return a
+
+
+def dot_att_params(d_q: int, d_kv: int, a: int, out: int) -> int:
+    """Q, K, V projections to size a (with biases) and the output projection a -> out."""
+    return (d_q * a + a) + 2 * (d_kv * a + a) + (a * out + out)
+
+
+@layer()
+def mh_dot_self_att(h: In, /, heads: Heads = HEADS, s: Scale = None,
+                    num_hidden: Size = INPUT, att_num_hidden: AttSize = None,
+                    dropout: AttDropout = DROPOUT) -> Out:
+    """Multi-head scaled dot-product self-attention: ``softmax(Q K^T / √s) V`` per head over
+    ``H W^Q, H W^K, H W^V``, heads concatenated and projected. Masked in a decoder.
+
+    Size: ``num_hidden`` (default: the input size).
+
+    Args:
+        heads: number of heads h.
+        s: the scale; derived: the head size d_p/h.
+        num_hidden: output size.
+        att_num_hidden: projected size d_p of queries, keys and values; derived: num_hidden.
+        dropout: dropout on the attention weights.
+    """
+    a = att_size(h, heads, num_hidden, att_num_hidden)
+    return Out(num_hidden, dot_att_params(h.d, h.d, a, num_hidden))
+
+
+@layer(aliases=("mh_dot_att",), **_SOURCE)
+def mh_dot_src_att(h: In, /, heads: Heads = HEADS, s: Scale = None,
+                   num_hidden: Size = INPUT, att_num_hidden: AttSize = None,
+                   dropout: AttDropout = DROPOUT, encoder_block: EncoderBlock = "top") -> Out:
+    """Multi-head dot-product attention over the source: ``mh_dot_att(H, U, U, h, s)``.
+
+    Size: ``num_hidden`` (default: the input size).
+
+    Args:
+        heads: number of heads h.
+        s: the scale; derived: the head size d_p/h.
+        num_hidden: output size.
+        att_num_hidden: projected size d_p; derived: num_hidden.
+        dropout: dropout on the attention weights.
+        encoder_block: which encoder states U to attend to: ``top`` (the encoder's output),
+            an encoder block index, ``increasing`` (the block at this decoder block's level)
+            or ``decreasing`` (top block first, then lower ones).
+    """
+    a = att_size(h, heads, num_hidden, att_num_hidden)
+    return Out(num_hidden, dot_att_params(h.d, h.source_d, a, num_hidden))
+
+
+@layer(**_SOURCE)
+def dot_src_att(h: In, /, s: Scale = None, num_hidden: Size = INPUT,
+                dropout: AttDropout = DROPOUT, encoder_block: EncoderBlock = "top") -> Out:
+    """Single-head dot-product attention over the source: ``mh_dot_att(H, U, U, 1, s)``;
+    ``s=1`` is ConvS2S's unscaled attention.
+
+    Size: ``num_hidden`` (default: the input size).
+
+    Args:
+        s: the scale; derived: the attention size.
+        num_hidden: output size (and projected size).
+        dropout: dropout on the attention weights.
+        encoder_block: which encoder states to attend to (see ``mh_dot_src_att``).
+    """
+    return Out(num_hidden, dot_att_params(h.d, h.source_d, num_hidden, num_hidden))
+
+
+@layer(aliases=("mlp_att",), **_SOURCE)
+def mlp_src_att(h: In, /, num_hidden: Annotated[Size | None, aka("att_num_hidden")] = None,
+                dropout: AttDropout = 0.0, encoder_block: EncoderBlock = "top") -> Out:
+    """MLP (Bahdanau) attention over the source: ``softmax(S) U`` with
+    ``S_ij = w_o^T tanh(W_q q_i + W_k k_j)``.
+
+    Size: the encoder's output size (the context is a mix of source states).
+
+    Args:
+        num_hidden: size of the scoring layer; derived: the input size.
+        dropout: dropout on the attention weights.
+        encoder_block: which encoder states to attend to (see ``mh_dot_src_att``).
+    """
+    a = num_hidden if num_hidden is not None else h.d
+    return Out(h.source_d, (h.d * a + a) + h.source_d * a + a)

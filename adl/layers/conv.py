@@ -1,0 +1,30 @@
+"""Convolutions over time (Domhan 2018, §2.3): centred in an encoder, causal in a decoder."""
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from ..registry import In, Out, layer
+from ..types import INPUT, Count, Rate, Size, aka
+from .basic import pre_activation
+
+
+@layer()
+def cnn(h: In, /, num_hidden: Size = INPUT,
+        kernel_width: Annotated[Count, aka("k", "kernel", "kernel_size")] = 3,
+        act_type: Annotated[Literal["relu", "glu"], aka("act", "v")] = "relu",
+        dropout: Rate = 0.0, dilation: Annotated[Count, aka("dilate")] = 1) -> Out:
+    """Convolution: ``v(W [h_{i−⌊k/2⌋}; …; h_{i+⌊k/2⌋}] + b)``; in a decoder (and a joint
+    network) the window is ``[h_{t−k+1}; …; h_t]`` with zero padding on the left.
+
+    Size: ``num_hidden`` (default: the input size). With ``glu`` the convolution makes
+    2·num_hidden channels and the gate halves them (paper: d_i = 2d).
+
+    Args:
+        num_hidden: output size (Sockeye's first positional argument).
+        kernel_width: kernel size k.
+        act_type: the non-linearity v.
+        dropout: dropout on the output.
+        dilation: spacing between the kernel's taps.
+    """
+    pre = pre_activation(num_hidden, act_type)
+    return Out(num_hidden, kernel_width * h.d * pre + pre)

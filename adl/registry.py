@@ -1,0 +1,264 @@
+"""The layer registry: one decorator, everything else read from the Python definition.
+
+A layer of the language is a plain function. Its signature gives the argument names, types,
+defaults and keyword aliases; its docstring gives the description, the ``Size:`` rule and a
+line per argument; the decorator gives the names it is spelled with and the roles it may
+appear in. The function body is the dimension rule: called with the layer's input and its
+bound arguments, it returns the output size and the parameter count::
+
+    @layer(aliases=("mh_dot_att",), roles=DECODER_ONLY)
+    def mh_dot_src_att(h: In, /, heads: Annotated[Count, aka("h")] = HEADS, ...) -> Out:
+        \"\"\"Multi-head dot-product attention over the source (Domhan §2.3).
+
+        Size: ``num_hidden`` (default: the input size).
+
+        Args:
+            heads: number of heads.
+        \"\"\"
+        ...
+
+The registry never imports torch; the modules that implement layers live in :mod:`adl.nn`.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+from .types import ArgType, ChainType, ModelDefault, arg_type
+
+ENCODER, DECODER, JOINT = "encoder", "decoder", "joint"
+ROLES = (ENCODER, DECODER, JOINT)
+ALL_ROLES = frozenset(ROLES)
+
+REQUIRED = inspect.Parameter.empty
+
+
+@dataclass(frozen=True)
+class Hyper:
+    """The model hyper-parameters a network is checked and built with."""
+
+    d_model: int = 512       # model size: embeddings, and the default of most layer sizes
+    heads: int = 8           # default number of attention heads ($heads)
+    dropout: float = 0.1     # default dropout rate ($dropout)
+    vars: tuple[tuple[str, Any], ...] = ()  # user variables ($NAME), as (name, value) pairs
+
+    def var(self, name: str) -> Any:
+        builtin = {"d_model": self.d_model, "heads": self.heads, "dropout": self.dropout}
+        if name in builtin:
+            return builtin[name]
+        return dict(self.vars)[name]
+
+    def var_names(self) -> list[str]:
+        return ["d_model", "heads", "dropout"] + [k for k, _ in self.vars]
+
+
+@dataclass(frozen=True)
+class In:
+    """What a layer's rule sees: its input size, the model, its role and the source size."""
+
+    d: int
+    hyper: Hyper
+    role: str
+    source_d: int
+
+    @property
+    def d_model(self) -> int:
+        return self.hyper.d_model
+
+
+@dataclass(frozen=True)
+class Out:
+    """A layer's output size and its own parameter count (sub-chains are counted apart).
+
+    ``repeat`` multiplies the sub-chains' parameters (``repeat(n, ...)`` builds n copies)."""
+
+    d: int
+    params: int = 0
+    repeat: int = 1
+
+
+class Refusal(Exception):
+    """Raised by a rule for an argument combination that cannot work; becomes a diagnostic
+    at the argument named by ``at`` (or at the whole call)."""
+
+    def __init__(self, message: str, at: str | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.at = at
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    type: ArgType
+    default: Any
+    aliases: tuple[str, ...] = ()
+    doc: str = ""
+    variadic: bool = False
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED and not self.variadic
+
+    @property
+    def is_chain(self) -> bool:
+        return isinstance(self.type, ChainType)
+
+    def default_text(self) -> str:
+        if self.variadic:
+            return "(any number)"
+        if self.default is REQUIRED:
+            return "required"
+        if isinstance(self.default, ModelDefault):
+            return self.default.label
+        if self.default is None:
+            return "derived"
+        if isinstance(self.default, bool):
+            return "true" if self.default else "false"
+        return str(self.default)
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    name: str
+    rule: Callable[..., Out] = field(repr=False)
+    params: tuple[ParamSpec, ...]
+    aliases: tuple[str, ...] = ()
+    roles: frozenset[str] = ALL_ROLES
+    why: str = ""                      # why the layer is refused outside its roles
+    attends_source: bool = False
+    summary: str = ""
+    size_rule: str = ""
+    doc: str = ""
+    family: str = ""
+
+    def param(self, key: str) -> ParamSpec | None:
+        for p in self.params:
+            if p.name == key or key in p.aliases:
+                return p
+        return None
+
+    def keyword_names(self) -> list[str]:
+        return [n for p in self.params if not p.variadic for n in (p.name, *p.aliases)]
+
+    def usage(self) -> str:
+        parts = []
+        for p in self.params:
+            if p.variadic:
+                parts.append(f"{p.name}...")
+            elif p.required:
+                parts.append(p.name)
+            else:
+                parts.append(f"{p.name}={p.default_text()}")
+        return f"{self.name}({', '.join(parts)})" if parts else self.name
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._specs: dict[str, LayerSpec] = {}
+        self._names: dict[str, LayerSpec] = {}
+
+    def add(self, spec: LayerSpec) -> None:
+        for name in (spec.name, *spec.aliases):
+            if name in self._names:
+                raise ValueError(f"layer name '{name}' is registered twice")
+            self._names[name] = spec
+        self._specs[spec.name] = spec
+
+    def get(self, name: str) -> LayerSpec | None:
+        _load_layers()
+        return self._names.get(name)
+
+    def names(self) -> list[str]:
+        _load_layers()
+        return sorted(self._names)
+
+    def __iter__(self) -> Iterator[LayerSpec]:
+        _load_layers()
+        return iter(sorted(self._specs.values(), key=lambda s: (s.family, s.name)))
+
+    def __contains__(self, name: str) -> bool:
+        return self.get(name) is not None
+
+
+REGISTRY = Registry()
+
+
+def _load_layers() -> None:
+    from . import layers  # noqa: F401  (registers every layer family on import)
+
+
+def layer(*, aliases: Iterable[str] = (), roles: Iterable[str] = ALL_ROLES, why: str = "",
+          attends_source: bool = False) -> Callable[[Callable[..., Out]], Callable[..., Out]]:
+    """Register a layer rule under its function name (a trailing ``_`` is dropped)."""
+
+    def register(fn: Callable[..., Out]) -> Callable[..., Out]:
+        REGISTRY.add(spec_of(fn, tuple(aliases), frozenset(roles), why, attends_source))
+        return fn
+
+    return register
+
+
+def spec_of(fn: Callable[..., Out], aliases: tuple[str, ...] = (),
+            roles: frozenset[str] = ALL_ROLES, why: str = "",
+            attends_source: bool = False) -> LayerSpec:
+    doc = inspect.getdoc(fn) or ""
+    summary, size_rule, arg_docs = _parse_docstring(doc)
+    hints = typing.get_type_hints(fn, include_extras=True)
+    params = []
+    for i, p in enumerate(inspect.signature(fn).parameters.values()):
+        if i == 0:
+            if p.kind is not inspect.Parameter.POSITIONAL_ONLY:
+                raise TypeError(f"{fn.__name__}: the first parameter (the input) must be "
+                                f"positional-only")
+            continue
+        typ, al = arg_type(hints[p.name])
+        params.append(ParamSpec(p.name, typ, p.default, al, arg_docs.get(p.name, ""),
+                                p.kind is inspect.Parameter.VAR_POSITIONAL))
+        missing = [a for a in (p.name,) if a not in arg_docs]
+        if missing:
+            raise TypeError(f"{fn.__name__}: argument '{p.name}' has no line in the docstring")
+    name = fn.__name__.rstrip("_")
+    family = fn.__module__.rsplit(".", 1)[-1]
+    return LayerSpec(name, fn, tuple(params), aliases, roles, why, attends_source, summary,
+                     size_rule, doc, family)
+
+
+_SECTION = re.compile(r"^(Args|Size):\s*(.*)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, str, dict[str, str]]:
+    """Summary paragraph, the ``Size:`` rule, and ``Args:`` lines by name."""
+    summary_lines: list[str] = []
+    size: list[str] = []
+    args: dict[str, str] = {}
+    section = "summary"
+    current: str | None = None
+    for line in doc.splitlines():
+        m = _SECTION.match(line)
+        if m:
+            section = m.group(1).lower()
+            if section == "size" and m.group(2):
+                size.append(m.group(2))
+            continue
+        if section == "summary":
+            if not line.strip() and summary_lines:
+                section = "body"
+            elif line.strip():
+                summary_lines.append(line.strip())
+        elif section == "size":
+            if line.strip():
+                size.append(line.strip())
+            else:
+                section = "body"
+        elif section == "args":
+            am = re.match(r"^\s{4}(\*?\w+):\s*(.*)$", line)
+            if am:
+                current = am.group(1).lstrip("*")
+                args[current] = am.group(2).strip()
+            elif line.strip() and current:
+                args[current] += " " + line.strip()
+    return " ".join(summary_lines), " ".join(size), args

@@ -1,0 +1,159 @@
+"""The ADL syntax tree: frozen dataclasses, each node with its source span.
+
+Spans never take part in equality, so ``parse(print(tree)) == tree`` compares structure.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from ..source import Span
+
+NO_SPAN = Span(0, 0)
+
+
+def _span() -> Span:
+    return field(default=NO_SPAN, compare=False, repr=False)
+
+
+# --- values -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Int:
+    value: int
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Float:
+    value: float
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Bool:
+    value: bool
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class String:
+    value: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Var:
+    """``$name``: a model hyper-parameter (``$d_model``) or a value set with ``--var``."""
+
+    name: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class NameRef:
+    """A bare name used as a number inside arithmetic, e.g. the ``n`` of ``repeat(n - 1, ...)``."""
+
+    name: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Negate:
+    operand: "Expr"
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str  # one of + - * /
+    left: "Expr"
+    right: "Expr"
+    span: Span = _span()
+
+
+Expr = Union[Int, Float, Bool, String, Var, NameRef, Negate, BinOp]
+
+
+# --- layers and chains --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument of a call; ``key`` is ``None`` for a positional argument."""
+
+    value: "Value"
+    key: str | None = None
+    span: Span = _span()
+    key_span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Call:
+    """``name`` or ``name(arg, ..., key=value)``: one layer, block use or block parameter."""
+
+    name: str
+    args: tuple[Argument, ...] = ()
+    span: Span = _span()
+    name_span: Span = _span()
+
+    @property
+    def positional(self) -> tuple[Argument, ...]:
+        return tuple(a for a in self.args if a.key is None)
+
+    @property
+    def keywords(self) -> tuple[Argument, ...]:
+        return tuple(a for a in self.args if a.key is not None)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """``l1 -> l2 -> ... -> ln`` (n >= 1)."""
+
+    layers: tuple[Call, ...]
+    span: Span = _span()
+
+    def bare_name(self) -> str | None:
+        """The name if this chain is a single call without arguments (``relu``, ``ffl``)."""
+        if len(self.layers) == 1 and not self.layers[0].args:
+            return self.layers[0].name
+        return None
+
+
+Value = Union[Chain, Expr]
+
+
+# --- files --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Param:
+    """A block parameter, optionally with a default value: the ``n=2`` of ``b(x, n=2) = ...``."""
+
+    name: str
+    default: Value | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Definition:
+    """``name = chain`` or ``name(p, ...) = chain``."""
+
+    name: str
+    params: tuple[Param, ...]
+    body: Chain
+    span: Span = _span()
+    name_span: Span = _span()
+
+
+@dataclass(frozen=True)
+class File:
+    """A whole ADL text: block definitions and at most one bare network chain."""
+
+    definitions: tuple[Definition, ...] = ()
+    network: Chain | None = None
+    span: Span = _span()
+
+    def definition(self, name: str) -> Definition | None:
+        for d in self.definitions:
+            if d.name == name:
+                return d
+        return None

@@ -1,0 +1,318 @@
+"""Argument types of layers, read from the annotations of their Python signatures.
+
+A layer declares ``num_hidden: Annotated[Size, aka("d_o")] = D_MODEL``; the registry turns
+the annotation into an :class:`ArgType` that checks and converts ADL values, and the alias
+and default into the language reference. Nothing here imports torch.
+"""
+from __future__ import annotations
+
+import math
+import types as pytypes
+import typing
+from dataclasses import dataclass
+from typing import Annotated, Any, Callable, Literal
+
+from .syntax import ast
+
+
+# --- values as the checker hands them to types --------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class ChainRef:
+    """An argument written as a chain (``res(norm -> ffl)``) or a bare name (``relu``), with
+    the scope its block parameters resolve in. Whether ``relu`` is a symbol or a layer
+    depends on the parameter it binds to."""
+
+    chain: ast.Chain
+    scope: Any
+
+    @property
+    def bare_name(self) -> str | None:
+        return self.chain.bare_name()
+
+
+def describe(value: Any) -> str:
+    """How a value is named in messages: ``the number 2.5``, ``the chain 'a -> b'``."""
+    from .syntax.printer import to_text
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"the integer {value}"
+    if isinstance(value, float):
+        return f"the number {value:g}"
+    if isinstance(value, str):
+        return f'the string "{value}"'
+    if isinstance(value, ChainRef):
+        if value.bare_name is not None:
+            return f"'{value.bare_name}'"
+        return f"the chain '{to_text(value.chain)}'"
+    return repr(value)
+
+
+class TypeMismatch(Exception):
+    """A value does not fit a type; the message completes 'must be ...'."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+
+# --- argument types -----------------------------------------------------------------------
+
+class ArgType:
+    """How one layer argument is checked, converted and documented."""
+
+    label = "value"        # short name in the language reference: 'size', 'rate', 'relu|glu'
+    noun = "a value"       # in messages: 'must be a size (a positive integer)'
+
+    def accepts(self, value: Any) -> bool:
+        """Whether a positional value is of this type's kind (used to skip ahead)."""
+        return True
+
+    def convert(self, value: Any) -> Any:
+        return value
+
+
+class IntType(ArgType):
+    label, noun = "int", "an integer"
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    def convert(self, value: Any) -> int:
+        if not self.accepts(value):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise TypeMismatch(self.noun)
+        return value
+
+
+class SizeType(IntType):
+    label, noun = "size", "a size (a positive integer)"
+
+    def convert(self, value: Any) -> int:
+        v = super().convert(value)
+        if v <= 0:
+            raise TypeMismatch(self.noun)
+        return v
+
+
+class CountType(IntType):
+    label, noun = "count", "a positive integer"
+
+    def convert(self, value: Any) -> int:
+        v = super().convert(value)
+        if v <= 0:
+            raise TypeMismatch(self.noun)
+        return v
+
+
+class FloatType(ArgType):
+    label, noun = "float", "a number"
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    def convert(self, value: Any) -> float:
+        if not self.accepts(value) or not math.isfinite(value):
+            raise TypeMismatch(self.noun)
+        return float(value)
+
+
+class RateType(FloatType):
+    label, noun = "rate", "a rate between 0 and 1"
+
+    def convert(self, value: Any) -> float:
+        v = super().convert(value)
+        if not 0.0 <= v < 1.0:
+            raise TypeMismatch("a rate in [0, 1)")
+        return v
+
+
+class PositiveFloatType(FloatType):
+    label, noun = "positive", "a positive number"
+
+    def convert(self, value: Any) -> float:
+        v = super().convert(value)
+        if v <= 0:
+            raise TypeMismatch(self.noun)
+        return v
+
+
+class BoolType(ArgType):
+    label, noun = "bool", "true or false"
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, bool)
+
+    def convert(self, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise TypeMismatch(self.noun)
+        return value
+
+
+class StrType(ArgType):
+    label, noun = "string", "a string"
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, str) or (isinstance(value, ChainRef) and value.bare_name is not None)
+
+    def convert(self, value: Any) -> str:
+        if isinstance(value, ChainRef) and value.bare_name is not None:
+            return value.bare_name
+        if not isinstance(value, str):
+            raise TypeMismatch(self.noun)
+        return value
+
+
+class ChoiceType(ArgType):
+    """One of a fixed set of symbols, written bare (``glu``) or quoted (``"glu"``)."""
+
+    def __init__(self, choices: tuple[str, ...]):
+        self.choices = choices
+        self.label = " | ".join(choices)
+        self.noun = _one_of(choices)
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, str) or (isinstance(value, ChainRef) and value.bare_name is not None)
+
+    def convert(self, value: Any) -> str:
+        from .errors import did_you_mean
+
+        name = value.bare_name if isinstance(value, ChainRef) else value
+        if not isinstance(name, str):
+            raise TypeMismatch(self.noun)
+        if name not in self.choices:
+            raise TypeMismatch(self.noun, hint=did_you_mean(name, self.choices))
+        return name
+
+
+class ChainType(ArgType):
+    """A sub-network: a layer, a block, or a chain of them."""
+
+    label, noun = "chain", "a layer or a chain of layers"
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, ChainRef)
+
+    def convert(self, value: Any) -> ChainRef:
+        if not isinstance(value, ChainRef):
+            raise TypeMismatch(self.noun)
+        return value
+
+
+class UnionType(ArgType):
+    def __init__(self, members: tuple[ArgType, ...]):
+        self.members = members
+        self.label = " | ".join(m.label for m in members)
+        self.noun = " or ".join(m.noun for m in members)
+
+    def accepts(self, value: Any) -> bool:
+        return any(m.accepts(value) for m in self.members)
+
+    def convert(self, value: Any) -> Any:
+        hint = None
+        for m in self.members:
+            if m.accepts(value):
+                try:
+                    return m.convert(value)
+                except TypeMismatch as exc:
+                    hint = hint or exc.hint
+        raise TypeMismatch(self.noun, hint=hint)
+
+
+class OptionalType(ArgType):
+    """``T | None``: the default ``None`` means 'derived' (documented on the parameter)."""
+
+    def __init__(self, inner: ArgType):
+        self.inner = inner
+        self.label = inner.label
+        self.noun = inner.noun
+
+    def accepts(self, value: Any) -> bool:
+        return self.inner.accepts(value)
+
+    def convert(self, value: Any) -> Any:
+        return self.inner.convert(value)
+
+
+def _one_of(choices: tuple[str, ...]) -> str:
+    quoted = [f"'{c}'" for c in choices]
+    if len(quoted) == 1:
+        return quoted[0]
+    return "one of " + ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+# --- markers used in layer signatures ------------------------------------------------------
+
+class Chain:
+    """Annotation marker: the parameter takes a sub-network."""
+
+
+Size = Annotated[int, SizeType()]
+Count = Annotated[int, CountType()]
+Rate = Annotated[float, RateType()]
+Positive = Annotated[float, PositiveFloatType()]
+
+
+@dataclass(frozen=True)
+class aka:
+    """Other spellings of a keyword: ``Annotated[Size, aka("d_o")]`` (paper, Sockeye)."""
+
+    names: tuple[str, ...]
+
+    def __init__(self, *names: str):
+        object.__setattr__(self, "names", names)
+
+
+@dataclass(frozen=True)
+class ModelDefault:
+    """A default taken from the model or the layer's input: ``D_MODEL``, ``INPUT``..."""
+
+    label: str
+    resolve: Callable[[Any], Any]
+
+    def __repr__(self) -> str:
+        return self.label
+
+
+INPUT = ModelDefault("input size", lambda h: h.d)
+D_MODEL = ModelDefault("$d_model", lambda h: h.hyper.d_model)
+HEADS = ModelDefault("$heads", lambda h: h.hyper.heads)
+DROPOUT = ModelDefault("$dropout", lambda h: h.hyper.dropout)
+
+
+def arg_type(annotation: Any) -> tuple[ArgType, tuple[str, ...]]:
+    """The :class:`ArgType` and keyword aliases of one parameter annotation."""
+    aliases: tuple[str, ...] = ()
+    explicit: ArgType | None = None
+    if typing.get_origin(annotation) is Annotated:
+        base, *meta = typing.get_args(annotation)
+        for m in meta:
+            if isinstance(m, aka):
+                aliases += m.names
+            elif isinstance(m, ArgType):
+                explicit = m
+        if explicit is None:
+            explicit, more = arg_type(base)
+            aliases += more
+        return explicit, aliases
+    origin = typing.get_origin(annotation)
+    if origin is Literal:
+        return ChoiceType(tuple(str(a) for a in typing.get_args(annotation))), ()
+    if origin in (typing.Union, pytypes.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        parts = []
+        for m in members:
+            t, more = arg_type(m)
+            parts.append(t)
+            aliases += more
+        inner = parts[0] if len(parts) == 1 else UnionType(tuple(parts))
+        if len(members) < len(typing.get_args(annotation)):
+            return OptionalType(inner), aliases
+        return inner, aliases
+    simple = {int: IntType, float: FloatType, bool: BoolType, str: StrType, Chain: ChainType}
+    if annotation in simple:
+        return simple[annotation](), ()
+    raise TypeError(f"no ADL argument type for annotation {annotation!r}")
