@@ -74,16 +74,20 @@ class ArgType:
         return value
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 class IntType(ArgType):
     label, noun = "int", "an integer"
 
     def accepts(self, value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool)
+        return _is_number(value)  # a number binds here even if it is no integer: then it fails
 
     def convert(self, value: Any) -> int:
-        if not self.accepts(value):
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if not (_is_number(value) and isinstance(value, int)):
             raise TypeMismatch(self.noun)
         return value
 
@@ -112,7 +116,7 @@ class FloatType(ArgType):
     label, noun = "float", "a number"
 
     def accepts(self, value: Any) -> bool:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+        return _is_number(value)
 
     def convert(self, value: Any) -> float:
         if not self.accepts(value) or not math.isfinite(value):

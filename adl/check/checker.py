@@ -19,7 +19,7 @@ from .bind import Problem, bind
 from .program import CheckedChain, Node
 from .values import EvalError, Scope, Thunk, evaluate
 
-MAX_LAYERS = 100_000  # a guard against blocks that expand exponentially
+MAX_LAYERS = 10_000  # a guard against blocks that expand exponentially
 
 _ROLE_NAMES = {"encoder": "an encoder", "decoder": "a decoder", "joint": "a joint network"}
 

@@ -40,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
             source_d = encoder_d if (args.role or role_from_name(path)) == DECODER else None
             program = api.check(path, role=args.role, source_d=source_d, **options)
         except ADLError as exc:
+            if args.debug:
+                raise
             failed.append(exc)
             print(exc.render(), file=sys.stderr)
             continue

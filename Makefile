@@ -1,0 +1,33 @@
+# The two set-up commands of the README:
+#   make demo   the main job on the bundled default data
+#   make test   the tests (what CI runs through .ci/run)
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test test-fast bench docs
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/adl compile --summary architectures/transformer.enc.adl architectures/transformer.dec.adl
+	@echo "Training on the bundled corpus arrives with the runtime (adl train): see docs/."
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+bench: $(STAMP)
+	$(BIN)/python bench/parse_check.py
+
+docs: $(STAMP)
+	$(BIN)/python -m adl.docgen docs/language.md

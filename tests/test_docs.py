@@ -1,0 +1,17 @@
+"""docs/language.md carries the layer reference generated from the registry."""
+from adl import docgen
+from conftest import ROOT
+
+
+def test_layer_reference_is_up_to_date():
+    text = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
+    assert docgen.splice(text, docgen.render()) == text, \
+        "docs/language.md is out of date: run `python -m adl.docgen docs/language.md`"
+
+
+def test_every_layer_and_alias_is_documented():
+    from adl.registry import REGISTRY
+
+    text = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
+    for name in REGISTRY.names():
+        assert f"`{name}`" in text

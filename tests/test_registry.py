@@ -1,0 +1,85 @@
+"""The registry: every Domhan §2.3 layer, each documented from its own signature."""
+import inspect
+
+import pytest
+
+import adl
+from adl.registry import REGISTRY, ROLES, spec_of
+from adl.types import ChainType, ChoiceType, SizeType
+
+DOMHAN = ["dropout", "pos", "learn_pos", "linear", "ff", "ffl", "cnn", "id", "concat", "rnn",
+          "birnn", "mh_dot_self_att", "mh_dot_src_att", "dot_src_att", "mh_dot_att",
+          "mlp_att", "mlp_src_att", "norm", "res", "res_d", "res_nd", "highway", "repeat"]
+
+
+@pytest.mark.parametrize("name", DOMHAN)
+def test_every_domhan_layer_is_registered(name):
+    assert REGISTRY.get(name) is not None
+
+
+@pytest.mark.parametrize("spec", list(REGISTRY), ids=lambda s: s.name)
+def test_entries_come_from_the_signature(spec):
+    sig = inspect.signature(spec.rule)
+    names = [p for p in sig.parameters][1:]
+    assert [p.name for p in spec.params] == names
+    for p in spec.params:
+        assert p.doc, f"{spec.name}.{p.name} has no docstring line"
+        py = sig.parameters[p.name]
+        if py.default is not inspect.Parameter.empty:
+            assert p.default == py.default
+    assert spec.summary and spec.size_rule
+    assert set(spec.roles) <= set(ROLES)
+    if set(spec.roles) != set(ROLES):
+        assert spec.why, "a refused role needs its reason"
+
+
+def test_types_and_aliases_are_read_from_annotations():
+    ff = REGISTRY.get("ff")
+    assert isinstance(ff.param("num_hidden").type, SizeType)
+    assert ff.param("d_o") is ff.param("num_hidden")          # paper spelling
+    assert ff.param("act") is ff.param("act_type")            # Sockeye: act_type
+    assert isinstance(ff.param("act_type").type, ChoiceType)
+    assert isinstance(REGISTRY.get("res").param("chain").type, ChainType)
+    assert REGISTRY.get("mh_dot_att") is REGISTRY.get("mh_dot_src_att")
+    assert REGISTRY.get("mlp_att") is REGISTRY.get("mlp_src_att")
+    assert REGISTRY.get("concat").params[0].variadic
+
+
+def test_a_layer_without_argument_docs_is_refused():
+    from adl.registry import In, Out
+
+    def bad(h: In, /, size: int = 3) -> Out:
+        """No argument section."""
+        return Out(h.d)
+
+    with pytest.raises(TypeError, match="no line in the docstring"):
+        spec_of(bad)
+
+
+@pytest.mark.parametrize("text,params", [
+    ("linear(100)", 512 * 100 + 100),
+    ("linear(100, no_bias=true)", 512 * 100),
+    ("ff(100)", 512 * 100 + 100),
+    ("ff(100, glu)", 512 * 200 + 200),
+    ("ffl", 512 * 2048 + 2048 + 2048 * 512 + 512),
+    ("cnn(k=5)", 5 * 512 * 512 + 512),
+    ("cnn(glu)", 3 * 512 * 1024 + 1024),
+    ("rnn", 4 * 512 * (512 + 512) + 8 * 512),
+    ("rnn(cell=gru)", 3 * 512 * 1024 + 6 * 512),
+    ("birnn", 2 * (4 * 256 * (512 + 256) + 8 * 256)),
+    ("norm", 1024),
+    ("learn_pos(max_len=100)", 100 * 512),
+    ("mh_dot_self_att", 4 * (512 * 512 + 512)),
+    ("highway(ffl)", 512 * 512 + 512 + 512 * 2048 + 2048 + 2048 * 512 + 512),
+    ("repeat(3, norm)", 3 * 1024),
+    ("concat(id, ff(100))", 512 * 100 + 100),
+])
+def test_parameter_counts_by_hand(text, params):
+    assert adl.check(f"{text}", role="encoder").network.params == params
+
+
+def test_source_attention_counts_read_the_source_size():
+    net = adl.check("mh_dot_src_att", role="decoder", source_d=256).network
+    assert net.params == (512 * 512 + 512) + 2 * (256 * 512 + 512) + (512 * 512 + 512)
+    net = adl.check("mlp_att(num_hidden=64)", role="decoder", source_d=256).network
+    assert net.d_out == 256 and net.params == 512 * 64 + 64 + 256 * 64 + 64
