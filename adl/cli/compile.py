@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from .. import api
 from ..check import role_from_name
@@ -31,29 +32,35 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     options = checked_model_options(args)
-    failed: list[ADLError] = []
-    encoder_d: int | None = None
+    role = lambda path: args.role or role_from_name(path)  # noqa: E731
+    results: dict[str, Program | ADLError] = {}
     # Encoders first: a decoder given beside an encoder reads that encoder's output size.
-    files = sorted(args.files, key=lambda f: (args.role or role_from_name(f)) != ENCODER)
-    for path in files:
+    encoder_d: int | None = None
+    for path in sorted(args.files, key=lambda f: role(f) != ENCODER):
+        source_d = encoder_d if role(path) == DECODER else None
         try:
-            source_d = encoder_d if (args.role or role_from_name(path)) == DECODER else None
-            program = api.check(path, role=args.role, source_d=source_d, **options)
+            results[path] = api.check(Path(path), role=args.role, source_d=source_d, **options)
         except ADLError as exc:
             if args.debug:
                 raise
-            failed.append(exc)
-            print(exc.render(), file=sys.stderr)
+            results[path] = exc
             continue
-        if ENCODER in program.networks:
-            encoder_d = program.networks[ENCODER].d_out
-        _warn(program.warnings)
+        if ENCODER in results[path].networks:
+            encoder_d = results[path].networks[ENCODER].d_out
+    failed = []
+    for path in args.files:  # report in the order given
+        result = results[path]
+        if isinstance(result, ADLError):
+            failed.append(result)
+            print(result.render(), file=sys.stderr)
+            continue
+        _warn(result.warnings)
         if args.summary:
-            for net in program.networks.values():
+            for net in result.networks.values():
                 print(table(net, f"{path} ({net.role})"))
                 print()
         else:
-            print(_verdict(path, program))
+            print(_verdict(path, result))
     if failed:
         n = sum(len(e.errors) for e in failed)
         print(f"{n} error{'s' if n != 1 else ''} in {len(failed)} file"

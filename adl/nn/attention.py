@@ -1,0 +1,202 @@
+"""Dot-product attention (self and source, multi-head) and MLP attention.
+
+Scores ``Q K^T / √s`` go through torch's fused ``scaled_dot_product_attention``. Self-attention
+is masked by role: padding keys in an encoder, later positions in a decoder. In incremental
+decoding self-attention appends each step's keys and values to its cache, and source
+attention projects the encoder states once per sentence.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..check.program import Node
+from .base import Builder, Layer, implements
+from .context import Context
+
+
+def split_heads(x: Tensor, heads: int) -> Tensor:
+    """(B, T, H·d) -> (B, H, T, d)."""
+    b, t, _ = x.shape
+    return x.view(b, t, heads, -1).transpose(1, 2)
+
+
+def merge_heads(x: Tensor) -> Tensor:
+    """(B, H, T, d) -> (B, T, H·d)."""
+    b, h, t, d = x.shape
+    return x.transpose(1, 2).reshape(b, t, h * d)
+
+
+def causal_mask(queries: int, keys: int, offset: int, device: torch.device) -> Tensor:
+    """(T, S) True where query ``offset + i`` may see key ``j``: j <= offset + i."""
+    q = torch.arange(offset, offset + queries, device=device).unsqueeze(1)
+    k = torch.arange(keys, device=device).unsqueeze(0)
+    return k <= q
+
+
+class DotAttention(Layer):
+    """Shared core: projections, heads, scale and dropout of multi-head dot attention."""
+
+    def __init__(self, d_q: int, d_kv: int, heads: int, s: float | None, num_hidden: int,
+                 att_num_hidden: int | None, dropout: float):
+        super().__init__()
+        att = att_num_hidden if att_num_hidden is not None else num_hidden
+        self.heads = heads
+        self.att = att
+        self.scale = 1.0 / math.sqrt(s if s is not None else att // heads)
+        self.dropout = dropout
+        self.out = nn.Linear(att, num_hidden)
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
+               causal: bool = False) -> Tensor:
+        """softmax(Q K^T / √s) V per head, then the output projection."""
+        p = self.dropout if self.training else 0.0
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
+                                           is_causal=causal, scale=self.scale)
+        return self.out(merge_heads(o))
+
+
+@implements("mh_dot_self_att")
+class SelfAttention(DotAttention):
+    def __init__(self, d_in: int, heads: int, s: float | None, num_hidden: int,
+                 att_num_hidden: int | None, dropout: float):
+        super().__init__(d_in, d_in, heads, s, num_hidden, att_num_hidden, dropout)
+        self.qkv = nn.Linear(d_in, 3 * self.att)               # [W^Q; W^K; W^V] in one matmul
+
+    def forward(self, x: Tensor, ctx: Context) -> Tensor:
+        q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
+        if ctx.state is not None:
+            cache = ctx.state.of(self)
+            if "k" in cache:
+                k = torch.cat([cache["k"], k], dim=2)
+                v = torch.cat([cache["v"], v], dim=2)
+            cache["k"], cache["v"] = k, v
+        mask, causal = self.mask(ctx, q.size(2), k.size(2), x.device)
+        return self.attend(q, k, v, mask, causal)
+
+    @staticmethod
+    def mask(ctx: Context, queries: int, keys: int, device: torch.device):
+        """(attention mask or None, is_causal) for this role and step."""
+        if not ctx.causal:
+            return ctx.key_padding(), False
+        if ctx.state is None:
+            return None, True
+        if queries == 1:
+            return None, False                                 # one new position sees all
+        return causal_mask(queries, keys, ctx.offset, device), False
+
+
+class SourceAttention(DotAttention):
+    """Attention over encoder states U: queries from the decoder, keys and values from U."""
+
+    def __init__(self, d_in: int, source_d: int, level: int | None, heads: int,
+                 s: float | None, num_hidden: int, att_num_hidden: int | None, dropout: float):
+        super().__init__(d_in, source_d, heads, s, num_hidden, att_num_hidden, dropout)
+        self.level = level                                     # None: the encoder's output
+        self.q = nn.Linear(d_in, self.att)
+        self.kv = nn.Linear(source_d, 2 * self.att)
+
+    @classmethod
+    def build(cls, node: Node, b: Builder) -> "SourceAttention":
+        args = b.arguments(node)
+        level = encoder_level(node, b, args.pop("encoder_block"))
+        return cls(node.d_in, b.source_d, level, **args)
+
+    def keys_values(self, ctx: Context) -> tuple[Tensor, Tensor]:
+        if ctx.state is not None:
+            cache = ctx.state.of(self)
+            if "k" not in cache:
+                cache["k"], cache["v"] = self.project_source(ctx)
+            return cache["k"], cache["v"]
+        return self.project_source(ctx)
+
+    def project_source(self, ctx: Context) -> tuple[Tensor, Tensor]:
+        u = ctx.memory.level(self.level)                       # (B, S, D_src)
+        k, v = self.kv(u).chunk(2, dim=-1)
+        return split_heads(k, self.heads), split_heads(v, self.heads)
+
+    def forward(self, x: Tensor, ctx: Context) -> Tensor:
+        q = split_heads(self.q(x), self.heads)
+        k, v = self.keys_values(ctx)
+        pad = ctx.memory.pad
+        mask = None if pad is None else ~pad[:, None, None, :]
+        return self.attend(q, k, v, mask)
+
+
+@implements("mh_dot_src_att")
+class MultiHeadSourceAttention(SourceAttention):
+    pass
+
+
+@implements("dot_src_att")
+class SingleHeadSourceAttention(SourceAttention):
+    @classmethod
+    def build(cls, node: Node, b: Builder) -> "SourceAttention":
+        args = b.arguments(node)
+        level = encoder_level(node, b, args.pop("encoder_block"))
+        return cls(node.d_in, b.source_d, level, heads=1, att_num_hidden=None, **args)
+
+
+@implements("mlp_src_att")
+class MLPSourceAttention(Layer):
+    """Bahdanau: S_ij = w_o^T tanh(W_q q_i + W_k k_j); context = softmax(S) U."""
+
+    def __init__(self, d_in: int, source_d: int, level: int | None, num_hidden: int | None,
+                 dropout: float):
+        super().__init__()
+        a = num_hidden if num_hidden is not None else d_in
+        self.level = level
+        self.wq = nn.Linear(d_in, a)
+        self.wk = nn.Linear(source_d, a, bias=False)
+        self.wo = nn.Linear(a, 1, bias=False)
+        self.drop = nn.Dropout(dropout)
+
+    @classmethod
+    def build(cls, node: Node, b: Builder) -> "MLPSourceAttention":
+        args = b.arguments(node)
+        level = encoder_level(node, b, args.pop("encoder_block"))
+        return cls(node.d_in, b.source_d, level, **args)
+
+    def forward(self, x: Tensor, ctx: Context) -> Tensor:
+        u = ctx.memory.level(self.level)                       # (B, S, D_src)
+        if ctx.state is not None:
+            cache = ctx.state.of(self)
+            if "k" not in cache:
+                cache["k"] = self.wk(u)
+            k = cache["k"]
+        else:
+            k = self.wk(u)
+        scores = self.wo(torch.tanh(self.wq(x).unsqueeze(2) + k.unsqueeze(1))).squeeze(-1)
+        if ctx.memory.pad is not None:                         # (B, T, S)
+            scores = scores.masked_fill(ctx.memory.pad.unsqueeze(1), float("-inf"))
+        return self.drop(scores.softmax(-1)) @ u               # softmax(S) U
+
+
+def encoder_level(node: Node, b: Builder, block: int | str) -> int | None:
+    """Which encoder state a source attention reads: None for the output (``top``), else the
+    index into U^0 .. U^n (the input of the encoder's top-level repeat, then each copy)."""
+    n = b.encoder_blocks
+    if block == "top":
+        return None
+    if n == 0:
+        b.refuse(node, f"encoder_block={block} needs an encoder built from repeat(n, ...): "
+                       f"this encoder has no blocks", "use encoder_block=top")
+        return None
+    if isinstance(block, int):
+        if not -(n + 1) <= block <= n:
+            b.refuse(node, f"encoder_block={block} is out of range: the encoder has {n} "
+                           f"blocks (0 is their input, 1..{n} their outputs)")
+            return None
+        return block % (n + 1)
+    if b.block is None:
+        b.refuse(node, f"encoder_block={block} pairs decoder blocks with encoder blocks, so it "
+                       f"must be inside the decoder's repeat(n, ...)")
+        return None
+    if b.blocks > n:
+        b.refuse(node, f"encoder_block={block} pairs each of the decoder's {b.blocks} blocks "
+                       f"with an encoder block, but the encoder has {n}")
+        return None
+    return b.block if block == "increasing" else n + 1 - b.block

@@ -1,0 +1,101 @@
+"""Modules for checked layers: the implementation registry and the builder.
+
+Each layer of the language has a module class registered with ``@implements("name")``. By
+default the builder calls ``cls(d_in, **arguments)`` with the layer's bound arguments (its
+sub-chains already built), so a module's constructor mirrors its rule's signature in
+:mod:`adl.layers`; a class that needs more (its role, the source size) overrides ``build``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from torch import Tensor, nn
+
+from ..check.program import CheckedChain, Node
+from .context import Context
+
+IMPLEMENTATIONS: dict[str, type["Layer"]] = {}
+
+
+def implements(name: str) -> Callable[[type["Layer"]], type["Layer"]]:
+    def register(cls: type[Layer]) -> type[Layer]:
+        if name in IMPLEMENTATIONS:
+            raise ValueError(f"layer '{name}' has two implementations")
+        IMPLEMENTATIONS[name] = cls
+        return cls
+
+    return register
+
+
+class Layer(nn.Module):
+    """A layer module: ``forward(x, ctx)`` with x of shape (B, T, D)."""
+
+    @classmethod
+    def build(cls, node: Node, b: "Builder") -> "Layer":
+        return cls(node.d_in, **b.arguments(node))
+
+    def forward(self, x: Tensor, ctx: Context) -> Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class Chain(Layer):
+    """``l1 -> l2 -> ... -> ln``."""
+
+    def __init__(self, layers: list[nn.Module]):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+
+    def forward(self, x: Tensor, ctx: Context) -> Tensor:
+        for layer in self.layers:
+            x = layer(x, ctx)
+        return x
+
+
+@dataclass
+class Builder:
+    """Builds the modules of one checked network.
+
+    ``block`` is the copy of the network's top-level ``repeat`` being built (1-based), which
+    source attention needs for ``encoder_block=increasing/decreasing``; ``encoder_blocks`` is
+    the number of copies of the encoder's top-level repeat."""
+
+    role: str
+    source_d: int
+    encoder_blocks: int = 0
+    blocks: int = 0
+    block: int | None = None
+    top_repeat: Node | None = None
+    problems: list[tuple[Node, str, str | None]] = field(default_factory=list)
+
+    def network(self, chain: CheckedChain) -> Chain:
+        self.top_repeat = next((n for n in chain.nodes if n.spec.name == "repeat"), None)
+        if self.top_repeat is not None:
+            self.blocks = self.top_repeat.args["count"]
+        return self.chain(chain)
+
+    def chain(self, chain: CheckedChain) -> Chain:
+        return Chain([self.node(n) for n in chain.nodes])
+
+    def node(self, node: Node) -> Layer:
+        try:
+            cls = IMPLEMENTATIONS[node.spec.name]
+        except KeyError:
+            raise NotImplementedError(f"no module implements layer '{node.spec.name}'") from None
+        return cls.build(node, self)
+
+    def arguments(self, node: Node) -> dict[str, Any]:
+        """The layer's arguments with its sub-chains built."""
+        out = {}
+        for p in node.spec.params:
+            if p.name not in node.args:
+                continue
+            value = node.args[p.name]
+            if p.is_chain:
+                value = [self.chain(c) for c in value] if p.variadic else self.chain(value)
+            out[p.name] = value
+        return out
+
+    def refuse(self, node: Node, message: str, hint: str | None = None) -> None:
+        """A problem that only the whole model reveals (reported as an ADL error)."""
+        self.problems.append((node, message, hint))

@@ -1,0 +1,92 @@
+"""What every layer sees besides its input: masks, the source, positions and the decoding cache.
+
+One calling convention for all layers: ``layer(x, ctx) -> y`` with ``x`` of shape (B, T, D).
+In a full pass ``ctx.state`` is ``None``. In incremental decoding ``ctx.state`` holds each
+layer's cache and ``x`` holds only the new positions (usually one), which start at
+``ctx.offset``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class Memory:
+    """The encoder's output for source attention.
+
+    ``top`` is the encoder's final output U^{L_s}; ``blocks`` are U^0 .. U^n, the input of the
+    encoder's top-level ``repeat`` and the output of each of its copies (empty without a
+    repeat); ``pad`` marks padding (B, S)."""
+
+    top: Tensor
+    pad: Tensor | None
+    blocks: list[Tensor] = field(default_factory=list)
+
+    def level(self, index: int | None) -> Tensor:
+        return self.top if index is None else self.blocks[index]
+
+    def reorder(self, index: Tensor) -> "Memory":
+        pick = lambda t: t.index_select(0, index)  # noqa: E731
+        return Memory(pick(self.top), None if self.pad is None else pick(self.pad),
+                      [pick(b) for b in self.blocks])
+
+
+class DecodeState:
+    """The incremental-decoding cache: one dict of tensors per stateful layer, batch first."""
+
+    def __init__(self) -> None:
+        self.cache: dict[int, dict[str, Any]] = {}
+        self.offset = 0  # positions already decoded
+
+    def of(self, layer: torch.nn.Module) -> dict[str, Any]:
+        return self.cache.setdefault(id(layer), {})
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows ``index`` (beam search): every cached tensor is re-indexed."""
+        for entry in self.cache.values():
+            for key, value in entry.items():
+                if isinstance(value, Tensor):
+                    entry[key] = value.index_select(0, index)
+                elif isinstance(value, tuple):
+                    entry[key] = tuple(v.index_select(0, index) for v in value)
+
+
+@dataclass
+class Context:
+    role: str                                  # encoder | decoder | joint
+    pad: Tensor | None = None                  # (B, T) True at padding of the current stream
+    memory: Memory | None = None               # the encoder's output (decoder only)
+    state: DecodeState | None = None           # incremental decoding cache, or None
+    positions: Tensor | None = None            # (B, T) explicit positions, else offset + t
+    blocks: list[Tensor] | None = None         # filled by the top-level repeat (encoder)
+    extra: dict[str, Any] = field(default_factory=dict)  # runtime-supplied inputs by name
+
+    @property
+    def offset(self) -> int:
+        return self.state.offset if self.state is not None else 0
+
+    @property
+    def causal(self) -> bool:
+        return self.role != "encoder"
+
+    def position_ids(self, length: int, device: torch.device) -> Tensor:
+        """(B or 1, T) positions of the current input."""
+        if self.positions is not None:
+            return self.positions
+        return torch.arange(self.offset, self.offset + length, device=device).unsqueeze(0)
+
+    def key_padding(self) -> Tensor | None:
+        """(B, 1, 1, T) True where a key may be attended, or None when nothing is padded."""
+        if self.pad is None or self.state is not None or not bool(self.pad.any()):
+            return None
+        return ~self.pad[:, None, None, :]
+
+    def zero_padding(self, x: Tensor) -> Tensor:
+        """Padding positions set to zero (before a layer that mixes neighbouring positions)."""
+        if self.pad is None or self.state is not None:
+            return x
+        return x.masked_fill(self.pad.unsqueeze(-1), 0.0)

@@ -1,0 +1,93 @@
+"""Whole models: a network module per role, and the encoder-decoder ``Seq2Seq``."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from .base import Chain
+from .context import Context, DecodeState, Memory
+
+
+class Network(nn.Module):
+    """One built network (encoder or decoder) with its sizes."""
+
+    def __init__(self, chain: Chain, role: str, d_in: int, d_out: int, blocks: int):
+        super().__init__()
+        self.chain = chain
+        self.role = role
+        self.d_in, self.d_out = d_in, d_out
+        self.blocks = blocks  # copies of the top-level repeat (encoder blocks offered)
+
+    def forward(self, x: Tensor, ctx: Context) -> Tensor:
+        return self.chain(x, ctx)
+
+
+class Seq2Seq(nn.Module):
+    """``p(y_t | y_<t, x) = softmax(W_o z^L_t + b_o)`` over an ADL encoder and decoder.
+
+    ``forward(src, tgt_in)`` gives logits (B, T, V) for teacher forcing; ``encode`` and
+    ``decode`` with a :class:`DecodeState` run the decoder one step (or a few) at a time.
+    ``spec`` is everything needed to rebuild the model (see :func:`adl.build`)."""
+
+    def __init__(self, encoder: Network, decoder: Network, src_vocab: int, tgt_vocab: int,
+                 d_model: int, pad_id: int = 0, tie_embeddings: bool = False,
+                 share_embeddings: bool = False, spec: Any = None):
+        super().__init__()
+        self.encoder, self.decoder = encoder, decoder
+        self.pad_id = pad_id
+        self.d_model = d_model
+        self.src_embed = nn.Embedding(src_vocab, d_model, padding_idx=pad_id)   # E_src
+        self.tgt_embed = (self.src_embed if share_embeddings
+                          else nn.Embedding(tgt_vocab, d_model, padding_idx=pad_id))  # E_tgt
+        self.output = nn.Linear(decoder.d_out, tgt_vocab)                       # W_o, b_o
+        self.spec = spec
+        self.reset_parameters()
+        if tie_embeddings:
+            self.output.weight = self.tgt_embed.weight
+
+    def reset_parameters(self) -> None:
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Conv1d)):
+                nn.init.xavier_uniform_(module.weight)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+        for emb in {self.src_embed, self.tgt_embed}:
+            nn.init.normal_(emb.weight, 0.0, self.d_model ** -0.5)
+            with torch.no_grad():
+                emb.weight[self.pad_id].zero_()
+
+    # --- training ------------------------------------------------------------------------
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        return self.decode(tgt_in, self.encode(src))
+
+    def encode(self, src: Tensor) -> Memory:
+        pad = src.eq(self.pad_id)                                   # (B, S)
+        ctx = Context("encoder", pad=pad, blocks=[])
+        top = self.encoder(self.src_embed(src), ctx)                # U^0 = E_src x
+        return Memory(top, pad, ctx.blocks or [])
+
+    def decode(self, tgt_in: Tensor, memory: Memory, state: DecodeState | None = None) -> Tensor:
+        """Logits for ``tgt_in``; with a state, ``tgt_in`` holds only the new positions."""
+        ctx = Context("decoder", pad=tgt_in.eq(self.pad_id), memory=memory, state=state)
+        z = self.decoder(self.tgt_embed(tgt_in), ctx)               # Z^0 = E_tgt y
+        if state is not None:
+            state.offset += tgt_in.size(1)
+        return self.output(z)                                       # W_o z^L + b_o
+
+    # --- incremental decoding ------------------------------------------------------------
+    def start(self, src: Tensor) -> tuple[Memory, DecodeState]:
+        """Encode a batch once and open an empty decoding cache."""
+        return self.encode(src), DecodeState()
+
+    def step(self, tokens: Tensor, memory: Memory, state: DecodeState) -> Tensor:
+        """Log-probabilities (B, V) of the next token after ``tokens`` (B,) or (B, t)."""
+        if tokens.dim() == 1:
+            tokens = tokens.unsqueeze(1)
+        return self.decode(tokens, memory, state)[:, -1].log_softmax(-1)
+
+
+def count_parameters(module: nn.Module) -> int:
+    """Distinct parameters (a tied weight counts once)."""
+    return sum(p.numel() for p in module.parameters())

@@ -1,0 +1,48 @@
+"""Positional embeddings: ``pos`` (fixed sinusoids) and ``learn_pos``."""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from .base import Layer, implements
+from .context import Context
+
+
+def sinusoids(positions: Tensor, d: int) -> Tensor:
+    """p_{t,2j} = sin(t / 10000^{2j/d}), p_{t,2j+1} = cos(t / 10000^{2j/d}); shape (..., d)."""
+    j = torch.arange(0, d, 2, device=positions.device, dtype=torch.float32)
+    angle = positions.to(torch.float32).unsqueeze(-1) / torch.pow(10000.0, j / d)
+    out = torch.empty(*positions.shape, d, device=positions.device)
+    out[..., 0::2] = torch.sin(angle)
+    out[..., 1::2] = torch.cos(angle)
+    return out
+
+
+@implements("pos")
+class SinusoidalPositions(Layer):
+    def __init__(self, d_in: int, dropout: float, scale_inputs: bool, num_embed: int | None):
+        super().__init__()
+        self.d = d_in
+        self.scale = math.sqrt(d_in) if scale_inputs else 1.0
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, ctx: Context) -> Tensor:
+        p = sinusoids(ctx.position_ids(x.size(1), x.device), self.d).to(x.dtype)  # (B|1, T, D)
+        return self.drop(self.scale * x + p)                   # dropout(√d · h_t + p_t)
+
+
+@implements("learn_pos")
+class LearnedPositions(Layer):
+    def __init__(self, d_in: int, max_seq_len: int, dropout: float, num_embed: int | None):
+        super().__init__()
+        self.embed = nn.Embedding(max_seq_len, d_in)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, ctx: Context) -> Tensor:
+        positions = ctx.position_ids(x.size(1), x.device)
+        if int(positions.max()) >= self.embed.num_embeddings:
+            raise ValueError(f"learn_pos holds {self.embed.num_embeddings} positions; this input "
+                             f"reaches position {int(positions.max())} (raise max_seq_len)")
+        return self.drop(x + self.embed(positions))            # dropout(h_t + P_t)
