@@ -34,3 +34,28 @@ def table(network: Network, title: str | None = None) -> str:
     text += [line(r) for r in cells[1:-1]]
     text += [rule, line(total)]
     return "\n".join(text)
+
+
+def model_rows(encoder: Network, decoder: Network, src_vocab: int, tgt_vocab: int,
+               tie_embeddings: bool = False, share_embeddings: bool = False
+               ) -> list[tuple[str, int]]:
+    """Parameters of a whole encoder-decoder model, as adl.build makes it."""
+    d = encoder.hyper.d_model
+    rows = [("source embedding E_src", src_vocab * d), ("encoder", encoder.params)]
+    if not share_embeddings:
+        rows.append(("target embedding E_tgt", tgt_vocab * d))
+    rows.append(("decoder", decoder.params))
+    out_weight = 0 if tie_embeddings else tgt_vocab * (decoder.d_out or 0)
+    rows.append(("output W_o, b_o" + (" (W_o tied)" if tie_embeddings else ""),
+                 out_weight + tgt_vocab))
+    return rows
+
+
+def model_table(rows: list[tuple[str, int]], title: str) -> str:
+    total = sum(n for _, n in rows)
+    width = max(len(name) for name, _ in rows + [("total", 0)])
+    digits = len(f"{total:,}")
+    lines = [title, f"  {'part':<{width}}  {'params':>{digits}}", "  " + "-" * (width + digits + 2)]
+    lines += [f"  {name:<{width}}  {n:>{digits},}" for name, n in rows]
+    lines += ["  " + "-" * (width + digits + 2), f"  {'total':<{width}}  {total:>{digits},}"]
+    return "\n".join(lines)

@@ -140,3 +140,16 @@ def test_tie_needs_the_model_size():
     with pytest.raises(adl.ADLError, match="tie_embeddings needs the decoder's output"):
         adl.build(ARCH / "transformer.enc.adl", "pos -> mh_dot_src_att -> ff(100)", src_vocab=10,
                   tgt_vocab=10, tie_embeddings=True)
+
+
+@pytest.mark.parametrize("flags", [[], ["--tie-embeddings"], ["--share-embeddings", "--tie-embeddings"]])
+def test_model_summary_total_equals_the_built_model(flags):
+    enc, dec = ARCH / "transformer_iwslt.enc.adl", ARCH / "transformer_iwslt.dec.adl"
+    code, out, err = run_cli("compile", "--summary", str(enc), str(dec), "--d-model", "64",
+                             "--src-vocab", "300", "--tgt-vocab", "300", *flags)
+    assert code == 0, err
+    total = out.strip().splitlines()[-1].split()[-1]
+    model = adl.build(enc, dec, src_vocab=300, tgt_vocab=300, d_model=64,
+                      tie_embeddings="--tie-embeddings" in flags,
+                      share_embeddings="--share-embeddings" in flags)
+    assert total == f"{sum(p.numel() for p in model.parameters()):,}"

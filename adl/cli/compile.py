@@ -10,7 +10,7 @@ from ..check import role_from_name
 from ..check.program import Program
 from ..errors import ADLError, Diagnostic
 from ..registry import DECODER, ENCODER, ROLES
-from ..summary import table
+from ..summary import model_rows, model_table, table
 from .common import add_model_options, checked_model_options
 
 
@@ -27,6 +27,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="role of the files' bare chains (default: from *.enc.adl / *.dec.adl "
                         "/ *.joint.adl, or from encoder = / decoder = / joint = definitions)")
     add_model_options(p)
+    p.add_argument("--src-vocab", type=int, metavar="N",
+                   help="with --summary and an encoder and a decoder: count the whole model, "
+                        "embeddings and output layer included")
+    p.add_argument("--tgt-vocab", type=int, metavar="N", help="target vocabulary size")
+    p.add_argument("--tie-embeddings", action="store_true", help="W_o shares E_tgt")
+    p.add_argument("--share-embeddings", action="store_true", help="E_src is E_tgt")
     p.set_defaults(run=run)
 
 
@@ -61,12 +67,26 @@ def run(args: argparse.Namespace) -> int:
                 print()
         else:
             print(_verdict(path, result))
+    if args.summary and args.src_vocab and not failed:
+        _model_summary(args, [r for r in results.values() if isinstance(r, Program)])
     if failed:
         n = sum(len(e.errors) for e in failed)
         print(f"{n} error{'s' if n != 1 else ''} in {len(failed)} file"
               f"{'s' if len(failed) != 1 else ''}", file=sys.stderr)
         return 1
     return 0
+
+
+def _model_summary(args: argparse.Namespace, programs: list[Program]) -> None:
+    from .common import UsageError
+
+    nets = {role: net for p in programs for role, net in p.networks.items()}
+    if ENCODER not in nets or DECODER not in nets:
+        raise UsageError("--src-vocab counts a whole model: give an encoder and a decoder")
+    tgt_vocab = args.tgt_vocab or args.src_vocab
+    rows = model_rows(nets[ENCODER], nets[DECODER], args.src_vocab, tgt_vocab,
+                      args.tie_embeddings, args.share_embeddings)
+    print(model_table(rows, f"model (vocabularies {args.src_vocab:,} / {tgt_vocab:,})"))
 
 
 def _verdict(path: str, program: Program) -> str:

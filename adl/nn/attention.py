@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..check.program import Node
+from .dropout import Dropout
 from .base import Builder, Layer, implements
 from .context import Context
 
@@ -152,7 +153,7 @@ class MLPSourceAttention(Layer):
         self.wq = nn.Linear(d_in, a)
         self.wk = nn.Linear(source_d, a, bias=False)
         self.wo = nn.Linear(a, 1, bias=False)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     @classmethod
     def build(cls, node: Node, b: Builder) -> "MLPSourceAttention":

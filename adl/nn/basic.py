@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .dropout import Dropout
 from .base import Layer, implements
 from .context import Context
 
@@ -22,10 +23,10 @@ def activation(name: str):
 
 
 @implements("dropout")
-class Dropout(Layer):
+class DropoutLayer(Layer):
     def __init__(self, d_in: int, dropout: float):
         super().__init__()
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         return self.drop(x)
@@ -45,7 +46,7 @@ class Linear(Layer):
     def __init__(self, d_in: int, num_hidden: int, dropout: float, no_bias: bool):
         super().__init__()
         self.proj = nn.Linear(d_in, num_hidden, bias=not no_bias)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         return self.drop(self.proj(x))                         # W h + b
@@ -57,7 +58,7 @@ class FeedForward(Layer):
         super().__init__()
         self.proj = nn.Linear(d_in, 2 * num_hidden if act_type == "glu" else num_hidden)
         self.act = activation(act_type)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         return self.drop(self.act(self.proj(x)))               # dropout(act(W h + b))

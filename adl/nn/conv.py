@@ -6,6 +6,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..check.program import Node
+from .dropout import Dropout
 from .base import Builder, Layer, implements
 from .basic import activation
 from .context import Context
@@ -19,7 +20,7 @@ class Convolution(Layer):
         pre = 2 * num_hidden if act_type == "glu" else num_hidden
         self.conv = nn.Conv1d(d_in, pre, kernel_width, dilation=dilation)
         self.act = activation(act_type)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.causal = causal
         span = (kernel_width - 1) * dilation                   # inputs a window reaches back
         # centred: h_{i-⌊k/2⌋} .. h_{i+⌊k/2⌋} (even k: one more on the left); causal: k-1 left

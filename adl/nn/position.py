@@ -6,6 +6,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from .dropout import Dropout
 from .base import Layer, implements
 from .context import Context
 
@@ -26,7 +27,7 @@ class SinusoidalPositions(Layer):
         super().__init__()
         self.d = d_in
         self.scale = math.sqrt(d_in) if scale_inputs else 1.0
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         p = sinusoids(ctx.position_ids(x.size(1), x.device), self.d).to(x.dtype)  # (B|1, T, D)
@@ -38,7 +39,7 @@ class LearnedPositions(Layer):
     def __init__(self, d_in: int, max_seq_len: int, dropout: float, num_embed: int | None):
         super().__init__()
         self.embed = nn.Embedding(max_seq_len, d_in)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         positions = ctx.position_ids(x.size(1), x.device)

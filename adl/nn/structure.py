@@ -5,6 +5,7 @@ import torch
 from torch import Tensor, nn
 
 from ..check.program import Node
+from .dropout import Dropout
 from .base import Builder, Chain, Layer, implements
 from .context import Context
 
@@ -24,7 +25,7 @@ class ResidualDropout(Layer):
     def __init__(self, d_in: int, chain: Chain, dropout: float):
         super().__init__()
         self.chain = chain
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         return x + self.drop(self.chain(x, ctx))               # res(l -> dropout)
@@ -36,7 +37,7 @@ class PreNormResidual(Layer):
         super().__init__()
         self.norm = nn.LayerNorm(d_in)
         self.chain = chain
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         return x + self.drop(self.chain(self.norm(x), ctx))    # res(norm -> l -> dropout)
