@@ -32,6 +32,7 @@ class ModelSpec:
     tie_embeddings: bool = False      # W_o shares the target embedding
     share_embeddings: bool = False    # one embedding for source and target
     pad_id: int = 0
+    length_ratio: float | None = None  # mean source / target length of the training data
     names: Mapping[str, str] = field(default_factory=dict)  # role -> file it came from
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,11 +92,14 @@ def _roles(source: TextOrPath) -> set[str]:
 def build(encoder: TextOrPath | None = None, decoder: TextOrPath | None = None, *,
           src_vocab: int, tgt_vocab: int, d_model: int = 512, heads: int = 8,
           dropout: float = 0.1, vars: Mapping[str, Any] | None = None,
-          tie_embeddings: bool = False, share_embeddings: bool = False, pad_id: int = 0):
+          tie_embeddings: bool = False, share_embeddings: bool = False, pad_id: int = 0,
+          length_ratio: float | None = None):
     """Build an encoder-decoder model from ADL files or text.
 
     ``encoder``/``decoder`` are paths or ADL text (a ``*.enc.adl`` / ``*.dec.adl`` pair, or
-    one file that defines ``encoder =`` and ``decoder =``). Raises :class:`ADLError` for any
+    one file that defines ``encoder =`` and ``decoder =``). ``length_ratio`` is the training
+    data's mean source/target length ratio, which hard-coded cross attention centres on when
+    it is given no ``ratio=`` (the runtime passes it). Raises :class:`ADLError` for any
     problem with the description, with every error of each file."""
     from .nn.model import Seq2Seq
 
@@ -111,24 +115,27 @@ def build(encoder: TextOrPath | None = None, decoder: TextOrPath | None = None, 
     if tie_embeddings and dec.network.d_out != d_model:
         raise error(f"tie_embeddings needs the decoder's output ({dec.network.d_out}) to be "
                     f"d_model ({d_model})")
-    enc_module, blocks = build_network(enc, enc.network)
-    dec_module, _ = build_network(dec, dec.network, encoder_blocks=blocks)
+    enc_module, blocks = build_network(enc, enc.network, length_ratio=length_ratio)
+    dec_module, _ = build_network(dec, dec.network, encoder_blocks=blocks,
+                                  length_ratio=length_ratio)
     spec = ModelSpec(
         encoder=enc.canonical, decoder=dec.canonical, src_vocab=src_vocab, tgt_vocab=tgt_vocab,
         d_model=d_model, heads=heads, dropout=float(dropout),
         vars={k: _var_text(v) for k, v in (vars or {}).items()},
         tie_embeddings=tie_embeddings, share_embeddings=share_embeddings, pad_id=pad_id,
-        names={ENCODER: enc.source.name, DECODER: dec.source.name})
+        length_ratio=length_ratio, names={ENCODER: enc.source.name, DECODER: dec.source.name})
     return Seq2Seq(enc_module, dec_module, src_vocab, tgt_vocab, d_model, pad_id,
                    tie_embeddings, share_embeddings, spec)
 
 
-def build_network(program: Program, network: Network, encoder_blocks: int = 0):
+def build_network(program: Program, network: Network, encoder_blocks: int = 0,
+                  length_ratio: float | None = None):
     """The module of one checked network, and its number of blocks (top-level repeat copies)."""
     from .nn import Builder
     from .nn.model import Network as NetworkModule
 
-    b = Builder(network.role, network.source_d, encoder_blocks=encoder_blocks)
+    b = Builder(network.role, network.source_d, encoder_blocks=encoder_blocks,
+                length_ratio=length_ratio)
     chain = b.network(network.chain)
     if b.problems:  # one per place, though each copy of a repeat meets it
         found = {(node.call.span, message): hint for node, message, hint in b.problems}
@@ -147,7 +154,7 @@ def build_from_spec(spec: ModelSpec | Mapping[str, Any]):
     dec_src = _named(spec.decoder, names.get(DECODER))
     model = build(enc_src, dec_src, src_vocab=spec.src_vocab, tgt_vocab=spec.tgt_vocab,
                   tie_embeddings=spec.tie_embeddings, share_embeddings=spec.share_embeddings,
-                  pad_id=spec.pad_id, **spec.hyper())
+                  pad_id=spec.pad_id, length_ratio=spec.length_ratio, **spec.hyper())
     model.spec = spec
     return model
 

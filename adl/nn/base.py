@@ -65,6 +65,7 @@ class Builder:
     encoder_blocks: int = 0
     blocks: int = 0
     block: int | None = None
+    length_ratio: float | None = None  # the data's mean source/target length ratio
     top_repeat: Node | None = None
     problems: list[tuple[Node, str, str | None]] = field(default_factory=list)
 

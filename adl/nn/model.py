@@ -58,13 +58,24 @@ class Seq2Seq(nn.Module):
             with torch.no_grad():
                 emb.weight[self.pad_id].zero_()
 
-    # --- training ------------------------------------------------------------------------
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        return self.decode(tgt_in, self.encode(src))
+    @property
+    def needs_src_words(self) -> bool:
+        """Whether the model reads word ids of the source (word-level fixed attention)."""
+        return any(getattr(m, "reads_src_words", False) for m in self.modules())
 
-    def encode(self, src: Tensor) -> Memory:
+    # --- training ------------------------------------------------------------------------
+    def forward(self, src: Tensor, tgt_in: Tensor, src_words: Tensor | None = None) -> Tensor:
+        """Logits (B, T, V) of the next target token at every position of ``tgt_in``.
+
+        ``src_words`` (B, S): the index of the word each source token belongs to (from the
+        tokenizer's word-start markers), needed when :attr:`needs_src_words`."""
+        return self.decode(tgt_in, self.encode(src, src_words))
+
+    def encode(self, src: Tensor, src_words: Tensor | None = None) -> Memory:
         pad = src.eq(self.pad_id)                                   # (B, S)
         ctx = Context("encoder", pad=pad, blocks=[])
+        if src_words is not None:
+            ctx.extra["words"] = src_words
         top = self.encoder(self.src_embed(src), ctx)                # U^0 = E_src x
         return Memory(top, pad, ctx.blocks or [])
 
@@ -77,9 +88,12 @@ class Seq2Seq(nn.Module):
         return self.output(z)                                       # W_o z^L + b_o
 
     # --- incremental decoding ------------------------------------------------------------
-    def start(self, src: Tensor) -> tuple[Memory, DecodeState]:
-        """Encode a batch once and open an empty decoding cache."""
-        return self.encode(src), DecodeState()
+    def start(self, src: Tensor, src_words: Tensor | None = None) -> tuple[Memory, DecodeState]:
+        """Encode a batch once and open an empty decoding cache.
+
+        Beam search keeps rows with ``memory = memory.reorder(index)`` and
+        ``state.reorder(index)``."""
+        return self.encode(src, src_words), DecodeState()
 
     def step(self, tokens: Tensor, memory: Memory, state: DecodeState) -> Tensor:
         """Log-probabilities (B, V) of the next token after ``tokens`` (B,) or (B, t)."""
