@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from .api import TextOrPath, check, load
 from .check.program import Network, Program
 from .errors import ADLError, Diagnostic, error
-from .registry import DECODER, ENCODER
+from .registry import DECODER, ENCODER, JOINT
 from .syntax import ast
 from .syntax.printer import to_text
 
@@ -34,6 +34,7 @@ class ModelSpec:
     pad_id: int = 0
     length_ratio: float | None = None  # mean source / target length of the training data
     names: Mapping[str, str] = field(default_factory=dict)  # role -> file it came from
+    joint: str | None = None          # canonical ADL text of a joint network (no encoder)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -83,49 +84,72 @@ def check_model(encoder: TextOrPath, decoder: TextOrPath | None = None, *, d_mod
 
 
 def _roles(source: TextOrPath) -> set[str]:
+    """The roles a file holds: its encoder/decoder/joint definitions, or its name's role."""
+    from .check import role_from_name
     from .syntax.parser import parse_source
 
-    tree = parse_source(load(source))
-    return {d.name for d in tree.definitions}
+    src = load(source)
+    tree = parse_source(src)
+    roles = {d.name for d in tree.definitions}
+    if tree.network is not None and role_from_name(src.name):
+        roles.add(role_from_name(src.name))
+    return roles
 
 
 def build(encoder: TextOrPath | None = None, decoder: TextOrPath | None = None, *,
-          src_vocab: int, tgt_vocab: int, d_model: int = 512, heads: int = 8,
-          dropout: float = 0.1, vars: Mapping[str, Any] | None = None,
+          joint: TextOrPath | None = None, src_vocab: int, tgt_vocab: int, d_model: int = 512,
+          heads: int = 8, dropout: float = 0.1, vars: Mapping[str, Any] | None = None,
           tie_embeddings: bool = False, share_embeddings: bool = False, pad_id: int = 0,
           length_ratio: float | None = None):
-    """Build an encoder-decoder model from ADL files or text.
+    """Build a model from ADL files or text.
 
-    ``encoder``/``decoder`` are paths or ADL text (a ``*.enc.adl`` / ``*.dec.adl`` pair, or
-    one file that defines ``encoder =`` and ``decoder =``). ``length_ratio`` is the training
-    data's mean source/target length ratio, which hard-coded cross attention centres on when
-    it is given no ``ratio=`` (the runtime passes it). Raises :class:`ADLError` for any
-    problem with the description, with every error of each file."""
-    from .nn.model import Seq2Seq
+    An encoder-decoder model from ``encoder``/``decoder`` (paths or ADL text: a ``*.enc.adl``
+    / ``*.dec.adl`` pair, or one file that defines ``encoder =`` and ``decoder =``), or a
+    decoder-only joint model from ``joint`` (a ``*.joint.adl`` file or one that defines
+    ``joint =``). ``length_ratio`` is the training data's mean source/target length ratio,
+    which hard-coded cross attention centres on when it is given no ``ratio=`` (the runtime
+    passes it). Raises :class:`ADLError` for any problem with the description, with every
+    error of each file."""
+    from .nn import JointModel, Seq2Seq
 
-    if encoder is None:
-        raise error("adl.build needs an encoder (and a decoder)")
+    if encoder is not None and joint is None and decoder is None and JOINT in _roles(encoder):
+        encoder, joint = None, encoder
+    if (joint is None) == (encoder is None):
+        raise error("adl.build needs an encoder (and a decoder), or a joint network"
+                    if joint is None else "give either joint= or an encoder and decoder")
     if src_vocab <= 0 or tgt_vocab <= 0:
         raise error(f"vocabulary sizes must be positive (src_vocab={src_vocab}, "
                     f"tgt_vocab={tgt_vocab})")
     if share_embeddings and src_vocab != tgt_vocab:
         raise error("share_embeddings needs one vocabulary: src_vocab and tgt_vocab differ")
-    enc, dec = check_model(encoder, decoder, d_model=d_model, heads=heads, dropout=dropout,
-                           vars=vars)
-    if tie_embeddings and dec.network.d_out != d_model:
-        raise error(f"tie_embeddings needs the decoder's output ({dec.network.d_out}) to be "
-                    f"d_model ({d_model})")
+    options = dict(d_model=d_model, heads=heads, dropout=dropout, vars=vars)
+    common = dict(src_vocab=src_vocab, tgt_vocab=tgt_vocab, d_model=d_model, heads=heads,
+                  dropout=float(dropout), vars={k: _var_text(v) for k, v in (vars or {}).items()},
+                  tie_embeddings=tie_embeddings, share_embeddings=share_embeddings,
+                  pad_id=pad_id, length_ratio=length_ratio)
+    if joint is not None:
+        program = check(joint, role=JOINT, **options)
+        _check_tie(tie_embeddings, program.network.d_out, d_model)
+        module, _ = build_network(program, program.network, length_ratio=length_ratio)
+        spec = ModelSpec(encoder=None, decoder=None, joint=program.canonical,
+                         names={JOINT: program.source.name}, **common)
+        return JointModel(module, src_vocab, tgt_vocab, d_model, pad_id, tie_embeddings,
+                          share_embeddings, spec)
+    enc, dec = check_model(encoder, decoder, **options)
+    _check_tie(tie_embeddings, dec.network.d_out, d_model)
     enc_module, blocks = build_network(enc, enc.network, length_ratio=length_ratio)
     dec_module, _ = build_network(dec, dec.network, encoder_blocks=blocks,
                                   length_ratio=length_ratio)
-    spec = ModelSpec(
-        encoder=enc.canonical, decoder=dec.canonical, src_vocab=src_vocab, tgt_vocab=tgt_vocab,
-        d_model=d_model, heads=heads, dropout=float(dropout),
-        vars={k: _var_text(v) for k, v in (vars or {}).items()},
-        tie_embeddings=tie_embeddings, share_embeddings=share_embeddings, pad_id=pad_id,
-        length_ratio=length_ratio, names={ENCODER: enc.source.name, DECODER: dec.source.name})
+    spec = ModelSpec(encoder=enc.canonical, decoder=dec.canonical,
+                     names={ENCODER: enc.source.name, DECODER: dec.source.name}, **common)
     return Seq2Seq(enc_module, dec_module, src_vocab, tgt_vocab, d_model, pad_id,
                    tie_embeddings, share_embeddings, spec)
+
+
+def _check_tie(tie: bool, d_out: int, d_model: int) -> None:
+    if tie and d_out != d_model:
+        raise error(f"tie_embeddings needs the decoder's output ({d_out}) to be d_model "
+                    f"({d_model})")
 
 
 def build_network(program: Program, network: Network, encoder_blocks: int = 0,
@@ -152,7 +176,8 @@ def build_from_spec(spec: ModelSpec | Mapping[str, Any]):
     names = dict(spec.names)
     enc_src = _named(spec.encoder, names.get(ENCODER))
     dec_src = _named(spec.decoder, names.get(DECODER))
-    model = build(enc_src, dec_src, src_vocab=spec.src_vocab, tgt_vocab=spec.tgt_vocab,
+    model = build(enc_src, dec_src, joint=_named(spec.joint, names.get(JOINT)),
+                  src_vocab=spec.src_vocab, tgt_vocab=spec.tgt_vocab,
                   tie_embeddings=spec.tie_embeddings, share_embeddings=spec.share_embeddings,
                   pad_id=spec.pad_id, length_ratio=spec.length_ratio, **spec.hyper())
     model.spec = spec

@@ -22,6 +22,9 @@ _FAMILIES = {
     "conv": "Convolution",
     "recurrent": "Recurrent layers",
     "attention": "Attention",
+    "gaussian": "Hard-coded Gaussian attention (You et al., 2020)",
+    "hard": "Hard retrieval attention (Xu et al., 2020)",
+    "fixed": "Fixed encoder patterns (Raganato et al., 2020)",
     "structure": "Combinators",
 }
 

@@ -112,6 +112,16 @@ class CountType(IntType):
         return v
 
 
+class NaturalType(IntType):
+    label, noun = "natural", "a non-negative integer"
+
+    def convert(self, value: Any) -> int:
+        v = super().convert(value)
+        if v < 0:
+            raise TypeMismatch(self.noun)
+        return v
+
+
 class FloatType(ArgType):
     label, noun = "float", "a number"
 
@@ -256,6 +266,7 @@ class Chain:
 
 Size = Annotated[int, SizeType()]
 Count = Annotated[int, CountType()]
+Natural = Annotated[int, NaturalType()]
 Rate = Annotated[float, RateType()]
 Positive = Annotated[float, PositiveFloatType()]
 

@@ -157,7 +157,7 @@ def test_model_files_define_encoder_and_decoder():
     assert set(p.networks) == {"encoder", "decoder"}
     assert p.decoder.source_d == 256           # the decoder reads this file's encoder
     assert p.decoder.chain.find("concat")[0].d_out == 768
-    assert adl.check("joint = pos -> rnn").network.role == "joint"
+    assert adl.check("joint = pos -> res_nd(mh_dot_self_att)").network.role == "joint"
     with pytest.raises(adl.ADLError, match="this file defines no 'joint'"):
         adl.check("encoder = pos", role="joint")
 

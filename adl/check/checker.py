@@ -182,9 +182,9 @@ class Checker:
         node.given = tuple(args)
         h = In(d, self.hyper, where.role, self.source_d)
         for p in spec.params:
-            if p.name not in args and not p.variadic:
-                args[p.name] = p.default.resolve(h) if isinstance(p.default, ModelDefault) \
-                    else p.default
+            if p.name not in args:
+                args[p.name] = [] if p.variadic else \
+                    p.default.resolve(h) if isinstance(p.default, ModelDefault) else p.default
         # Sub-chains read this layer's input.
         for p in spec.params:
             if p.is_chain and p.name in args:

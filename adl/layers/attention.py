@@ -37,12 +37,16 @@ def dot_att_params(d_q: int, d_kv: int, a: int, out: int) -> int:
     return (d_q * a + a) + 2 * (d_kv * a + a) + (a * out + out)
 
 
+Window = Annotated[Count | None, aka("local")]
+
+
 @layer()
 def mh_dot_self_att(h: In, /, heads: Heads = HEADS, s: Scale = None,
                     num_hidden: Size = INPUT, att_num_hidden: AttSize = None,
-                    dropout: AttDropout = DROPOUT) -> Out:
+                    dropout: AttDropout = DROPOUT, window: Window = None) -> Out:
     """Multi-head scaled dot-product self-attention: ``softmax(Q K^T / √s) V`` per head over
-    ``H W^Q, H W^K, H W^V``, heads concatenated and projected. Masked in a decoder.
+    ``H W^Q, H W^K, H W^V``, heads concatenated and projected. Masked in a decoder; in a
+    joint network source positions see the source and target positions are causal.
 
     Size: ``num_hidden`` (default: the input size).
 
@@ -52,6 +56,9 @@ def mh_dot_self_att(h: In, /, heads: Heads = HEADS, s: Scale = None,
         num_hidden: output size.
         att_num_hidden: projected size d_p of queries, keys and values; derived: num_hidden.
         dropout: dropout on the attention weights.
+        window: local attention (Fonollosa et al. 2019): a band of k positions, centred in
+            an encoder (and on the source of a joint network), the previous k positions
+            (the query included) in a decoder; derived: no band.
     """
     a = att_size(h, heads, num_hidden, att_num_hidden)
     return Out(num_hidden, dot_att_params(h.d, h.d, a, num_hidden))

@@ -3,18 +3,22 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from ..registry import In, Out, layer
+from ..registry import DECODER, ENCODER, In, Out, layer
 from ..types import INPUT, Count, Rate, Size, aka
 from .basic import pre_activation
 
 
-@layer()
+JOINT_WHY = ("a joint stream pads each source in its middle, so a window over neighbouring "
+             "positions would read padding where a shorter source has real tokens")
+
+
+@layer(roles=(ENCODER, DECODER), why=JOINT_WHY)
 def cnn(h: In, /, num_hidden: Size = INPUT,
         kernel_width: Annotated[Count, aka("k", "kernel", "kernel_size")] = 3,
         act_type: Annotated[Literal["relu", "glu"], aka("act", "v")] = "relu",
         dropout: Rate = 0.0, dilation: Annotated[Count, aka("dilate")] = 1) -> Out:
-    """Convolution: ``v(W [h_{i−⌊k/2⌋}; …; h_{i+⌊k/2⌋}] + b)``; in a decoder (and a joint
-    network) the window is ``[h_{t−k+1}; …; h_t]`` with zero padding on the left.
+    """Convolution: ``v(W [h_{i−⌊k/2⌋}; …; h_{i+⌊k/2⌋}] + b)``; in a decoder the window is
+    ``[h_{t−k+1}; …; h_t]`` with zero padding on the left.
 
     Size: ``num_hidden`` (default: the input size). With ``glu`` the convolution makes
     2·num_hidden channels and the gate halves them (paper: d_i = 2d).

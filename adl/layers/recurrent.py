@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from ..registry import ENCODER, In, Out, Refusal, layer
+from ..registry import DECODER, ENCODER, In, Out, Refusal, layer
+from .conv import JOINT_WHY
 from ..types import INPUT, Size, aka
 
 Cell = Annotated[Literal["lstm", "gru"], aka("cell", "cell_type")]
@@ -16,7 +17,8 @@ def cell_params(d_in: int, n: int, cell: str) -> int:
     return g * n * (d_in + n) + 2 * g * n
 
 
-@layer()
+@layer(roles=(ENCODER, DECODER), why=JOINT_WHY.replace("a window over neighbouring positions",
+                                                        "its state"))
 def rnn(h: In, /, num_hidden: Size = INPUT, cell_type: Cell = "lstm") -> Out:
     """A unidirectional RNN: ``s_t = f(h_t, s_{t−1})``, output ``f_o(h_t, s_{t−1})``.
 

@@ -1,8 +1,10 @@
 """PyTorch modules for checked ADL networks. Importing this package registers every module."""
-from . import attention, basic, conv, position, recurrent, structure  # noqa: F401
+from . import (attention, basic, conv, fixed, gaussian, hard, position, recurrent,  # noqa: F401
+               structure)
 from .base import IMPLEMENTATIONS, Builder, Chain, Layer, implements
-from .context import Context, DecodeState, Memory
+from .context import Context, DecodeState, JointLayout, Memory
+from .joint import JointModel
 from .model import Network, Seq2Seq
 
-__all__ = ["IMPLEMENTATIONS", "Builder", "Chain", "Context", "DecodeState", "Layer", "Memory",
-           "Network", "Seq2Seq", "implements"]
+__all__ = ["IMPLEMENTATIONS", "Builder", "Chain", "Context", "DecodeState", "JointLayout",
+           "JointModel", "Layer", "Memory", "Network", "Seq2Seq", "implements"]

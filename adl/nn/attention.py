@@ -13,10 +13,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .. import patterns
 from ..check.program import Node
-from .dropout import Dropout
 from .base import Builder, Layer, implements
 from .context import Context
+from .dropout import Dropout
 
 
 def split_heads(x: Tensor, heads: int) -> Tensor:
@@ -63,9 +64,10 @@ class DotAttention(Layer):
 @implements("mh_dot_self_att")
 class SelfAttention(DotAttention):
     def __init__(self, d_in: int, heads: int, s: float | None, num_hidden: int,
-                 att_num_hidden: int | None, dropout: float):
+                 att_num_hidden: int | None, dropout: float, window: int | None = None):
         super().__init__(d_in, d_in, heads, s, num_hidden, att_num_hidden, dropout)
         self.qkv = nn.Linear(d_in, 3 * self.att)               # [W^Q; W^K; W^V] in one matmul
+        self.window = window
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
@@ -78,16 +80,29 @@ class SelfAttention(DotAttention):
         mask, causal = self.mask(ctx, q.size(2), k.size(2), x.device)
         return self.attend(q, k, v, mask, causal)
 
-    @staticmethod
-    def mask(ctx: Context, queries: int, keys: int, device: torch.device):
-        """(attention mask or None, is_causal) for this role and step."""
+    def mask(self, ctx: Context, queries: int, keys: int, device: torch.device):
+        """(attention mask or None, is_causal) for this role, window and step."""
+        if ctx.role == "joint":
+            q = torch.arange(keys - queries, keys, device=device)
+            allowed = patterns.joint_allowed(q, torch.arange(keys, device=device),
+                                             ctx.joint.source_length, self.window,
+                                             ctx.joint.source_pad)
+            return allowed.unsqueeze(1), False                 # (B, 1, Q, K)
         if not ctx.causal:
-            return ctx.key_padding(), False
-        if ctx.state is None:
-            return None, True
-        if queries == 1:
-            return None, False                                 # one new position sees all
-        return causal_mask(queries, keys, ctx.offset, device), False
+            pad = ctx.key_padding()
+            if self.window is None:
+                return pad, False
+            band = patterns.band(queries, self.window).to(device=device, dtype=torch.bool)
+            return (band if pad is None else band & pad), False
+        if self.window is None:
+            if ctx.state is None:
+                return None, True
+            if queries == 1:
+                return None, False                             # one new position sees all
+            return causal_mask(queries, keys, keys - queries, device), False
+        q = torch.arange(keys - queries, keys, device=device).unsqueeze(1)
+        j = torch.arange(keys, device=device).unsqueeze(0)
+        return (j <= q) & (j > q - self.window), False         # the previous k positions
 
 
 class SourceAttention(DotAttention):

@@ -4,9 +4,9 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .dropout import Dropout
 from .base import Layer, implements
 from .context import Context
+from .dropout import Dropout
 
 
 def activation(name: str):

@@ -35,6 +35,18 @@ class Memory:
                       [pick(b) for b in self.blocks])
 
 
+@dataclass
+class JointLayout:
+    """Where the source sits in a joint [source; target] stream: its padded width and its
+    padding. It plays the part of the encoder's memory in a joint model's decoding."""
+
+    source_length: int
+    source_pad: Tensor                                         # (B, S)
+
+    def reorder(self, index: Tensor) -> "JointLayout":
+        return JointLayout(self.source_length, self.source_pad.index_select(0, index))
+
+
 class DecodeState:
     """The incremental-decoding cache: one dict of tensors per stateful layer, batch first."""
 
@@ -63,6 +75,7 @@ class Context:
     state: DecodeState | None = None           # incremental decoding cache, or None
     positions: Tensor | None = None            # (B, T) explicit positions, else offset + t
     blocks: list[Tensor] | None = None         # filled by the top-level repeat (encoder)
+    joint: JointLayout | None = None           # the source's place in a joint stream
     extra: dict[str, Any] = field(default_factory=dict)  # runtime-supplied inputs by name
 
     @property

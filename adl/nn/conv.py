@@ -6,10 +6,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..check.program import Node
-from .dropout import Dropout
 from .base import Builder, Layer, implements
 from .basic import activation
 from .context import Context
+from .dropout import Dropout
 
 
 @implements("cnn")

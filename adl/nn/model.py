@@ -43,20 +43,9 @@ class Seq2Seq(nn.Module):
                           else nn.Embedding(tgt_vocab, d_model, padding_idx=pad_id))  # E_tgt
         self.output = nn.Linear(decoder.d_out, tgt_vocab)                       # W_o, b_o
         self.spec = spec
-        self.reset_parameters()
+        init_parameters(self, [self.src_embed, self.tgt_embed], d_model, pad_id)
         if tie_embeddings:
             self.output.weight = self.tgt_embed.weight
-
-    def reset_parameters(self) -> None:
-        for module in self.modules():
-            if isinstance(module, (nn.Linear, nn.Conv1d)):
-                nn.init.xavier_uniform_(module.weight)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
-        for emb in {self.src_embed, self.tgt_embed}:
-            nn.init.normal_(emb.weight, 0.0, self.d_model ** -0.5)
-            with torch.no_grad():
-                emb.weight[self.pad_id].zero_()
 
     @property
     def needs_src_words(self) -> bool:
@@ -100,6 +89,20 @@ class Seq2Seq(nn.Module):
         if tokens.dim() == 1:
             tokens = tokens.unsqueeze(1)
         return self.decode(tokens, memory, state)[:, -1].log_softmax(-1)
+
+
+def init_parameters(model: nn.Module, embeddings: list[nn.Embedding], d_model: int,
+                    pad_id: int) -> None:
+    """Xavier-uniform projections with zero biases; embeddings N(0, d^-1/2), padding row 0."""
+    for module in model.modules():
+        if isinstance(module, (nn.Linear, nn.Conv1d)):
+            nn.init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+    for emb in {id(e): e for e in embeddings}.values():
+        nn.init.normal_(emb.weight, 0.0, d_model ** -0.5)
+        with torch.no_grad():
+            emb.weight[pad_id].zero_()
 
 
 def count_parameters(module: nn.Module) -> int:

@@ -6,9 +6,9 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .dropout import Dropout
 from .base import Layer, implements
 from .context import Context
+from .dropout import Dropout
 
 
 def sinusoids(positions: Tensor, d: int) -> Tensor:

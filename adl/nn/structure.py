@@ -5,9 +5,9 @@ import torch
 from torch import Tensor, nn
 
 from ..check.program import Node
-from .dropout import Dropout
 from .base import Builder, Chain, Layer, implements
 from .context import Context
+from .dropout import Dropout
 
 
 @implements("res")

@@ -1,0 +1,75 @@
+"""Hard-coded Gaussian attention (You et al., 2020): fixed heads N(j; i + o, σ) over the values."""
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from ..registry import DECODER, ENCODER, In, Out, Refusal, layer
+from ..types import INPUT, Count, Positive, Size, aka
+from .attention import EncoderBlock
+
+Offset = int | Literal["l", "c", "r"]
+Sigma = Annotated[Positive, aka("σ", "std")]
+ValueSize = Annotated[Size | None, aka("att_size", "d_p")]
+
+
+def hardcoded_params(d_values: int, heads: int | None, offsets: tuple, num_hidden: int,
+                     att_num_hidden: int | None, layer: str) -> int:
+    """Value projection and output projection (the only weights of a hard-coded head)."""
+    if not offsets:
+        raise Refusal(f"'{layer}' needs at least one head offset", hint=f"e.g. {layer}(l, r)")
+    a = att_num_hidden if att_num_hidden is not None else num_hidden
+    if (heads or len(offsets)) > a:
+        raise Refusal(f"{heads or len(offsets)} heads cannot share {a} value units", at="heads")
+    return (d_values * a + a) + (a * num_hidden + num_hidden)
+
+
+@layer(roles=(ENCODER, DECODER), why="its heads are centred on positions of one sentence, and "
+                                     "a joint stream holds two")
+def gauss_att(h: In, /, *offsets: Offset, sigma: Sigma = 1.0,
+              window: Count | None = None, index: bool = False, heads: Count | None = None,
+              num_hidden: Size = INPUT, att_num_hidden: ValueSize = None) -> Out:
+    """Hard-coded Gaussian self-attention: head h puts ``N(j; i + o_h, σ)`` on position j (the
+    raw density, cut at the sentence and padding, not renormalised) and averages the value
+    vectors with it. No query or key projections; weights at j > i are zero in a decoder.
+
+    Size: ``num_hidden`` (default: the input size).
+
+    Args:
+        offsets: one offset per head: ``l`` (i − 1), ``c`` (i), ``r`` (i + 1) or an integer;
+            ``gauss_att(l, r)`` has two heads.
+        sigma: standard deviation σ of every head.
+        window: keep only the k positions centred on i + o (the convolution form,
+            ``window=3`` is the kernel [0.242, 0.399, 0.242]); derived: the whole sentence.
+        index: each head takes the value at i + o alone (a binary kernel).
+        heads: number of heads, filled by repeating the offsets (the paper duplicates heads
+            to fit a model); derived: one per offset.
+        num_hidden: output size.
+        att_num_hidden: size of the value projection, split as evenly as possible over the
+            heads; derived: num_hidden.
+    """
+    return Out(num_hidden, hardcoded_params(h.d, heads, offsets, num_hidden, att_num_hidden,
+                                            "gauss_att"))
+
+
+@layer(roles=(DECODER,), attends_source=True,
+       why="it attends to the encoder's states, and only a decoder has them")
+def gauss_src_att(h: In, /, *offsets: Offset, sigma: Sigma = 1.0,
+                  ratio: Annotated[Positive | None, aka("gamma", "γ")] = None,
+                  heads: Count | None = None, num_hidden: Size = INPUT,
+                  att_num_hidden: ValueSize = None, encoder_block: EncoderBlock = "top") -> Out:
+    """Hard-coded cross attention: target position i puts ``N(j; ⌊γ·i + o_h⌋, σ)`` on source
+    position j, γ the mean source/target length ratio of the training data.
+
+    Size: ``num_hidden`` (default: the input size).
+
+    Args:
+        offsets: one offset per head (``l``, ``c``, ``r`` or integers).
+        sigma: standard deviation σ.
+        ratio: γ; derived: the training data's ratio, which the runtime supplies.
+        heads: number of heads, filled by repeating the offsets; derived: one per offset.
+        num_hidden: output size.
+        att_num_hidden: size of the value projection; derived: num_hidden.
+        encoder_block: which encoder states to attend to (see ``mh_dot_src_att``).
+    """
+    return Out(num_hidden, hardcoded_params(h.source_d, heads, offsets, num_hidden,
+                                            att_num_hidden, "gauss_src_att"))
