@@ -5,10 +5,12 @@ rounding (deep un-normalised residual stacks reach large activations)."""
 import pytest
 import torch
 
-from models import batch, decoder_models, encoder_models, small_model
+from models import (batch, decoder_models, encode, encoder_models, joint_models, run,
+                    small_model, start)
 
 DECODERS = decoder_models()
 ENCODERS = encoder_models()
+JOINTS = joint_models()
 
 
 @pytest.mark.parametrize("name,enc,dec", DECODERS, ids=[d[0] for d in DECODERS])
@@ -17,11 +19,11 @@ def test_causality(name, enc, dec):
     model = small_model(enc, dec)
     src, tgt = batch()
     with torch.no_grad():
-        full = model(src, tgt)
+        full = run(model, src, tgt)
         for t in range(tgt.size(1) - 1):
             other = tgt.clone()
             other[:, t + 1:] = (tgt[:, t + 1:] + 7) % 56 + 4
-            changed = model(src, other)
+            changed = run(model, src, other)
             assert torch.equal(full[:, : t + 1], changed[:, : t + 1]), f"position {t} sees later tokens"
 
 
@@ -31,12 +33,12 @@ def test_incremental_equals_full(name, enc, dec):
     model = small_model(enc, dec).double()
     src, tgt = batch()
     with torch.no_grad():
-        full = model(src, tgt)
-        memory, state = model.start(src)
+        full = run(model, src, tgt)
+        memory, state = start(model, src)
         steps = [model.decode(tgt[:, t : t + 1], memory, state) for t in range(tgt.size(1))]
         torch.testing.assert_close(torch.cat(steps, 1), full, rtol=1e-9, atol=1e-9)
         # a prefix at once, then single steps, works too (joint models decode this way)
-        memory, state = model.start(src)
+        memory, state = start(model, src)
         first = model.decode(tgt[:, :3], memory, state)
         rest = [model.decode(tgt[:, t : t + 1], memory, state) for t in range(3, tgt.size(1))]
         torch.testing.assert_close(torch.cat([first] + rest, 1), full, rtol=1e-9, atol=1e-9)
@@ -48,9 +50,9 @@ def test_decoder_padding(name, enc, dec):
     model = small_model(enc, dec).double()
     src, tgt = batch()
     with torch.no_grad():
-        full = model(src, tgt)
+        full = run(model, src, tgt)
         padded = torch.cat([tgt, torch.zeros(tgt.size(0), 4, dtype=tgt.dtype)], 1)
-        torch.testing.assert_close(model(src, padded)[:, : tgt.size(1)], full, rtol=1e-9, atol=1e-9)
+        torch.testing.assert_close(run(model, src, padded)[:, : tgt.size(1)], full, rtol=1e-9, atol=1e-9)
 
 
 @pytest.mark.parametrize("name,enc,dec", ENCODERS, ids=[e[0] for e in ENCODERS])
@@ -59,13 +61,26 @@ def test_encoder_padding(name, enc, dec):
     model = small_model(enc, dec).double()
     src, tgt = batch()
     with torch.no_grad():
-        memory = model.encode(src)
+        memory = encode(model, src)
         padded = torch.cat([src, torch.zeros(src.size(0), 5, dtype=src.dtype)], 1)
-        memory2 = model.encode(padded)
+        memory2 = encode(model, padded)
         real = ~src.eq(0)
         torch.testing.assert_close(memory2.top[:, : src.size(1)][real], memory.top[real],
                                    rtol=1e-9, atol=1e-9)
-        torch.testing.assert_close(model(padded, tgt), model(src, tgt), rtol=1e-9, atol=1e-9)
+        torch.testing.assert_close(run(model, padded, tgt), run(model, src, tgt), rtol=1e-9, atol=1e-9)
         # a sentence alone equals the same sentence inside a padded batch
         one = src[1:2, : int(real[1].sum())]
-        torch.testing.assert_close(model(one, tgt[1:2]), model(src, tgt)[1:2], rtol=1e-9, atol=1e-9)
+        torch.testing.assert_close(run(model, one, tgt[1:2]), run(model, src, tgt)[1:2], rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("name,path", JOINTS, ids=[j[0] for j in JOINTS])
+def test_joint_source_padding(name, path):
+    """In a joint model too, a padded source changes no real position's output."""
+    model = small_model(path, None).double()
+    src, tgt = batch()
+    with torch.no_grad():
+        full = run(model, src, tgt)
+        padded = torch.cat([src, torch.zeros(src.size(0), 5, dtype=src.dtype)], 1)
+        torch.testing.assert_close(run(model, padded, tgt), full, rtol=1e-9, atol=1e-9)
+        n = int((src[1] != 0).sum())
+        torch.testing.assert_close(run(model, src[1:2, :n], tgt[1:2]), full[1:2], rtol=1e-9, atol=1e-9)

@@ -4,7 +4,6 @@ import subprocess
 
 import pytest
 
-import adl
 from conftest import ROOT, run_cli
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")

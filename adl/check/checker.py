@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Diagnostic, Note, did_you_mean
-from ..registry import REGISTRY, ROLES, Hyper, In, LayerSpec, Refusal
+from ..registry import REGISTRY, Hyper, In, LayerSpec, Refusal
 from ..source import Source, Span
 from ..syntax import ast
 from ..types import ChainRef, ModelDefault

@@ -59,13 +59,11 @@ def evaluate(value: ast.Value, scope: Scope, hyper: Hyper, depth: int = 0) -> An
     if isinstance(value, (ast.Int, ast.Float, ast.Bool, ast.String)):
         return value.value
     if isinstance(value, ast.Var):
-        try:
-            v = hyper.var(value.name)
-        except KeyError:
+        if value.name not in hyper.var_names():
             hint = did_you_mean(value.name, hyper.var_names())
             hint = hint.replace("'", "'$", 1) if hint else \
                 f"set it with --var {value.name}=VALUE (or vars={{'{value.name}': ...}})"
-            raise EvalError(f"unknown variable '${value.name}'", value.span, hint) from None
+            raise EvalError(f"unknown variable '${value.name}'", value.span, hint)
         return _var(value.name, hyper)
     if isinstance(value, ast.NameRef):
         if value.name not in scope.params and value.name in hyper.var_names():

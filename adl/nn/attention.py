@@ -14,8 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .. import patterns
-from ..check.program import Node
-from .base import Builder, Layer, implements
+from .base import Layer, implements
 from .context import Context
 from .dropout import Dropout
 
@@ -115,12 +114,6 @@ class SourceAttention(DotAttention):
         self.q = nn.Linear(d_in, self.att)
         self.kv = nn.Linear(source_d, 2 * self.att)
 
-    @classmethod
-    def build(cls, node: Node, b: Builder) -> "SourceAttention":
-        args = b.arguments(node)
-        level = encoder_level(node, b, args.pop("encoder_block"))
-        return cls(node.d_in, b.source_d, level, **args)
-
     def keys_values(self, ctx: Context) -> tuple[Tensor, Tensor]:
         if ctx.state is not None:
             cache = ctx.state.of(self)
@@ -149,11 +142,9 @@ class MultiHeadSourceAttention(SourceAttention):
 
 @implements("dot_src_att")
 class SingleHeadSourceAttention(SourceAttention):
-    @classmethod
-    def build(cls, node: Node, b: Builder) -> "SourceAttention":
-        args = b.arguments(node)
-        level = encoder_level(node, b, args.pop("encoder_block"))
-        return cls(node.d_in, b.source_d, level, heads=1, att_num_hidden=None, **args)
+    def __init__(self, d_in: int, source_d: int, level: int | None, s: float | None,
+                 num_hidden: int, dropout: float):
+        super().__init__(d_in, source_d, level, 1, s, num_hidden, None, dropout)
 
 
 @implements("mlp_src_att")
@@ -170,12 +161,6 @@ class MLPSourceAttention(Layer):
         self.wo = nn.Linear(a, 1, bias=False)
         self.drop = Dropout(dropout)
 
-    @classmethod
-    def build(cls, node: Node, b: Builder) -> "MLPSourceAttention":
-        args = b.arguments(node)
-        level = encoder_level(node, b, args.pop("encoder_block"))
-        return cls(node.d_in, b.source_d, level, **args)
-
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         u = ctx.memory.level(self.level)                       # (B, S, D_src)
         if ctx.state is not None:
@@ -189,30 +174,3 @@ class MLPSourceAttention(Layer):
         if ctx.memory.pad is not None:                         # (B, T, S)
             scores = scores.masked_fill(ctx.memory.pad.unsqueeze(1), float("-inf"))
         return self.drop(scores.softmax(-1)) @ u               # softmax(S) U
-
-
-def encoder_level(node: Node, b: Builder, block: int | str) -> int | None:
-    """Which encoder state a source attention reads: None for the output (``top``), else the
-    index into U^0 .. U^n (the input of the encoder's top-level repeat, then each copy)."""
-    n = b.encoder_blocks
-    if block == "top":
-        return None
-    if n == 0:
-        b.refuse(node, f"encoder_block={block} needs an encoder built from repeat(n, ...): "
-                       f"this encoder has no blocks", "use encoder_block=top")
-        return None
-    if isinstance(block, int):
-        if not -(n + 1) <= block <= n:
-            b.refuse(node, f"encoder_block={block} is out of range: the encoder has {n} "
-                           f"blocks (0 is their input, 1..{n} their outputs)")
-            return None
-        return block % (n + 1)
-    if b.block is None:
-        b.refuse(node, f"encoder_block={block} pairs decoder blocks with encoder blocks, so it "
-                       f"must be inside the decoder's repeat(n, ...)")
-        return None
-    if b.blocks > n:
-        b.refuse(node, f"encoder_block={block} pairs each of the decoder's {b.blocks} blocks "
-                       f"with an encoder block, but the encoder has {n}")
-        return None
-    return b.block if block == "increasing" else n + 1 - b.block

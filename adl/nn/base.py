@@ -29,11 +29,18 @@ def implements(name: str) -> Callable[[type["Layer"]], type["Layer"]]:
 
 
 class Layer(nn.Module):
-    """A layer module: ``forward(x, ctx)`` with x of shape (B, T, D)."""
+    """A layer module: ``forward(x, ctx)`` with x of shape (B, T, D).
+
+    A layer that attends to the source gets ``source_d`` (the encoder's output size) and
+    ``level`` (which encoder state it reads, from its ``encoder_block`` argument)."""
 
     @classmethod
     def build(cls, node: Node, b: "Builder") -> "Layer":
-        return cls(node.d_in, **b.arguments(node))
+        args = b.arguments(node)
+        if node.spec.attends_source:
+            args["level"] = b.encoder_level(node, args.pop("encoder_block"))
+            args["source_d"] = b.source_d
+        return cls(node.d_in, **args)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -100,3 +107,31 @@ class Builder:
     def refuse(self, node: Node, message: str, hint: str | None = None) -> None:
         """A problem that only the whole model reveals (reported as an ADL error)."""
         self.problems.append((node, message, hint))
+
+    def encoder_level(self, node: Node, block: int | str) -> int | None:
+        """Which encoder state a source attention reads: None for the output (``top``), else the
+        index into U^0 .. U^n (the input of the encoder's top-level repeat, then each copy)."""
+        n = self.encoder_blocks
+        if block == "top":
+            return None
+        if n == 0:
+            self.refuse(node, f"encoder_block={block} needs an encoder built from "
+                              f"repeat(n, ...): this encoder has no blocks",
+                        "use encoder_block=top")
+            return None
+        if isinstance(block, int):
+            if not -(n + 1) <= block <= n:
+                self.refuse(node, f"encoder_block={block} is out of range: the encoder has "
+                                  f"{n} blocks (0 is their input, 1..{n} their outputs)")
+                return None
+            return block % (n + 1)
+        if self.block is None:
+            self.refuse(node, f"encoder_block={block} pairs decoder blocks with encoder "
+                              f"blocks, so it must be inside the decoder's repeat(n, ...)")
+            return None
+        if self.blocks > n:
+            self.refuse(node, f"encoder_block={block} pairs each of the decoder's "
+                              f"{self.blocks} blocks with an encoder block, but the encoder "
+                              f"has {n}")
+            return None
+        return self.block if block == "increasing" else n + 1 - self.block

@@ -14,7 +14,6 @@ from torch import Tensor, nn
 
 from .. import patterns
 from ..check.program import Node
-from .attention import encoder_level
 from .base import Builder, Layer, implements
 from .context import Context
 
@@ -135,14 +134,14 @@ class GaussianSourceAttention(Layer):
     @classmethod
     def build(cls, node: Node, b: Builder) -> "GaussianSourceAttention":
         args = b.arguments(node)
-        level = encoder_level(node, b, args.pop("encoder_block"))
+        args["level"] = b.encoder_level(node, args.pop("encoder_block"))
         if args["ratio"] is None:
             if b.length_ratio is None:
                 b.refuse(node, "gauss_src_att needs ratio=, or the training data's mean "
                                "source/target length ratio",
                          "adl train supplies it; in Python pass adl.build(length_ratio=...)")
             args["ratio"] = b.length_ratio or 1.0
-        return cls(node.d_in, b.source_d, level, **args)
+        return cls(node.d_in, b.source_d, **args)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         memory = ctx.memory

@@ -1,18 +1,16 @@
 """Hard retrieval attention (Xu et al., 2020).
 
-Training samples one key per (batch, head, query) from the attention probabilities and
-returns that key's value; the backward pass is straight-through (:class:`HardRetrieval`).
+Training samples one key per (batch, head, query) from the attention probabilities (by the
+Gumbel-max trick) and returns that key's value; the backward pass is straight-through (:class:`HardRetrieval`).
 Inference skips the softmax: the argmax of the scores picks the value.
 """
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from ..check.program import Node
-from .attention import SelfAttention, SourceAttention, causal_mask, encoder_level, merge_heads, split_heads
-from .base import Builder, implements
-from .context import Context
+from .attention import SelfAttention, SourceAttention, causal_mask, merge_heads
+from .base import implements
 
 
 class HardRetrieval(torch.autograd.Function):
@@ -42,7 +40,11 @@ def retrieve(scores: Tensor, v: Tensor, mask: Tensor | None, training: bool) -> 
         idx = scores.argmax(-1)                                # Eq. 11: argmax of Q K^T
         return torch.gather(v, -2, idx.unsqueeze(-1).expand(*idx.shape, v.size(-1)))
     probs = scores.softmax(-1)
-    idx = torch.multinomial(probs.detach().reshape(-1, probs.size(-1)), 1).view(probs.shape[:-1])
+    # One key per (batch, head, query) drawn from softmax(scores), by the Gumbel-max trick:
+    # argmax(scores + Gumbel noise) has exactly that distribution, in one vectorised pass.
+    with torch.no_grad():
+        gumbel = -torch.empty_like(scores).exponential_().log()
+        idx = (scores + gumbel).argmax(-1)
     return HardRetrieval.apply(probs, v, idx)
 
 
@@ -65,12 +67,6 @@ class HardSourceAttention(SourceAttention):
     def __init__(self, d_in: int, source_d: int, level: int | None, heads: int,
                  s: float | None, num_hidden: int, att_num_hidden: int | None):
         super().__init__(d_in, source_d, level, heads, s, num_hidden, att_num_hidden, 0.0)
-
-    @classmethod
-    def build(cls, node: Node, b: Builder) -> "HardSourceAttention":
-        args = b.arguments(node)
-        level = encoder_level(node, b, args.pop("encoder_block"))
-        return cls(node.d_in, b.source_d, level, **args)
 
     def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
                causal: bool = False) -> Tensor:
