@@ -1,5 +1,6 @@
 """Every shipped architecture under architectures/ checks clean, cites its paper, and the
-Domhan (2018) set (Tables 2-5) is complete."""
+paper sets are complete: Domhan (2018) Tables 2-5, You et al. (2020), Raganato et al. (2020),
+Xu et al. (2020) and Fonollosa et al. (2019)."""
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,8 @@ ARCH = ROOT / "architectures"
 FILES = sorted(ARCH.rglob("*.adl"))
 IDS = [str(p.relative_to(ARCH)) for p in FILES]
 
-PAPERS = ("Domhan", "Vaswani", "Gehring", "Luong", "Wu et al")
+PAPERS = ("Domhan", "Vaswani", "Gehring", "Luong", "Wu et al",
+          "You", "Raganato", "Xu", "Fonollosa")
 
 DOMHAN2018 = {
     # Table 2: which encoder block the source attention reads (Transformer decoders)
@@ -40,17 +42,58 @@ DOMHAN2018 = {
     "table5_none.dec.adl",
 }
 
+YOU2020 = {
+    # Table 2: BASE, HC-SA, HC-ALL (encoder: hc_sa), SH-X (encoder: hc_sa)
+    "base.enc.adl", "base.dec.adl",
+    "hc_sa.enc.adl", "hc_sa.dec.adl",
+    "hc_all.dec.adl",
+    "sh_x.dec.adl",
+    # Table 3 (Table 7 at the IWSLT size): self-attention removed
+    "base_no_sa.enc.adl", "base_no_sa.dec.adl",
+    "sh_x_no_sa.enc.adl", "sh_x_no_sa.dec.adl",
+    # Table 5: HC-SA as a window-3 convolution, and by indexing
+    "hc_sa_conv.enc.adl", "hc_sa_conv.dec.adl",
+    "hc_sa_index.enc.adl", "hc_sa_index.dec.adl",
+    # Table 6: the search over head offsets (whole models)
+    "table6_ll_ll.adl", "table6_ll_cc.adl", "table6_ll_lc.adl", "table6_lr_lc.adl",
+}
+
+RAGANATO2020 = {
+    # Table 1 (8L, 7Ftoken+1L, 7Fword+1L, 1L) and Table 5 (8F): encoders for transformer.dec.adl
+    "8l.enc.adl", "7f_token_1l.enc.adl", "7f_word_1l.enc.adl", "1l.enc.adl", "8f.enc.adl",
+}
+
+XU2020 = {
+    # Table 3: hard retrieval attention in the decoder (with transformer.enc.adl), or everywhere
+    "hard_dec_cross.dec.adl", "hard_dec_self_cross.dec.adl", "hard_all.adl",
+}
+
+FONOLLOSA2019 = {
+    # Table 1: joint (decoder-only) models, unconstrained and local, at the IWSLT and WMT sizes
+    "joint_iwslt.joint.adl", "local_joint_iwslt.joint.adl",
+    "joint_wmt.joint.adl", "local_joint_wmt.joint.adl",
+}
+
+SETS = {"domhan2018": DOMHAN2018, "you2020": YOU2020, "raganato2020": RAGANATO2020,
+        "xu2020": XU2020, "fonollosa2019": FONOLLOSA2019}
+
+# folders whose papers print BLEU for every file (Raganato et al.'s tables are not in the
+# copy of the paper the files were written from)
+WITH_BLEU = {"domhan2018", "you2020", "xu2020", "fonollosa2019"}
+
 
 def expected_roles(path: Path) -> set[str]:
     if path.name.endswith(".enc.adl"):
         return {"encoder"}
     if path.name.endswith(".dec.adl"):
         return {"decoder"}
+    if path.name.endswith(".joint.adl"):
+        return {"joint"}
     return {"encoder", "decoder"}       # model files: encoder = ... and decoder = ...
 
 
 def test_found_the_architectures():
-    assert len(FILES) >= len(DOMHAN2018) + 8
+    assert len(FILES) >= sum(map(len, SETS.values())) + 8
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)
@@ -72,14 +115,20 @@ def test_header_cites_a_paper(path):
     assert lines and lines[0].startswith("#"), "the first line must be a # comment"
     assert any(p in lines[0] for p in PAPERS), f"the first line names no paper: {lines[0]!r}"
     header = [ln for ln in lines[:5] if ln.startswith("#")]
-    if path.parent.name == "domhan2018":
-        assert "BLEU" in " ".join(header), "a Domhan (2018) file reports the paper's BLEU"
+    if path.parent.name in WITH_BLEU:
+        assert "BLEU" in " ".join(header), f"a {path.parent.name} file reports the paper's BLEU"
+
+
+@pytest.mark.parametrize("folder", sorted(SETS))
+def test_paper_set_is_complete(folder):
+    expected = SETS[folder]
+    on_disk = {p.name for p in (ARCH / folder).glob("*.adl")}
+    assert on_disk == expected, (f"missing: {sorted(expected - on_disk)}, "
+                                 f"unexpected: {sorted(on_disk - expected)}")
 
 
 def test_domhan2018_set_is_complete():
-    on_disk = {p.name for p in (ARCH / "domhan2018").glob("*.adl")}
-    assert on_disk == DOMHAN2018, (f"missing: {sorted(DOMHAN2018 - on_disk)}, "
-                                   f"unexpected: {sorted(on_disk - DOMHAN2018)}")
+    test_paper_set_is_complete("domhan2018")
 
 
 def test_table3_rnmt_is_the_rnmt_pair():
@@ -88,3 +137,32 @@ def test_table3_rnmt_is_the_rnmt_pair():
     dec = adl.check(ARCH / "rnmt.dec.adl").network
     assert model.encoder.params == enc.params
     assert model.decoder.params == dec.params
+
+
+def test_you2020_table6_lr_lc_is_hc_sa():
+    model = adl.check(ARCH / "you2020" / "table6_lr_lc.adl", d_model=288)
+    enc = adl.check(ARCH / "you2020" / "hc_sa.enc.adl", d_model=288).network
+    dec = adl.check(ARCH / "you2020" / "hc_sa.dec.adl", d_model=288).network
+    assert model.encoder.params == enc.params
+    assert model.decoder.params == dec.params
+
+
+def test_fonollosa2019_local_windows():
+    """The windows of Fonollosa et al. (2019) §4, from the input layer to the output layer."""
+    iwslt = [3, 5, 7, 9, 11, 13, 15, 17, 21, 25, 29, 33, 37, 41]
+    wmt = [7, 15, 31] + [63] * 11
+    for name, windows in (("local_joint_iwslt.joint.adl", iwslt),
+                          ("local_joint_wmt.joint.adl", wmt)):
+        net = adl.check(ARCH / "fonollosa2019" / name).network
+        assert _windows(net.chain) == windows, name
+
+
+def _windows(chain) -> list[int]:
+    """The attention windows of a checked chain in order, repeats unrolled."""
+    out = []
+    for node in chain.nodes:
+        if node.name == "mh_dot_self_att":
+            out.append(node.args["window"])
+        for child in node.children:
+            out.extend(_windows(child) * node.repeat)
+    return out
