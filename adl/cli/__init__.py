@@ -11,10 +11,11 @@ from typing import Callable, Sequence
 
 from ..errors import ADLError
 from . import compile as compile_cmd
+from . import data as data_cmd
 from .common import UsageError
 
 # Each command module has add_parser(subparsers) and run(args) -> int.
-COMMANDS = [compile_cmd]
+COMMANDS = [compile_cmd, data_cmd]
 
 
 def parser() -> argparse.ArgumentParser:
