@@ -15,3 +15,11 @@ def test_every_layer_and_alias_is_documented():
     text = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
     for name in REGISTRY.names():
         assert f"`{name}`" in text
+
+
+def test_architecture_list_is_up_to_date():
+    text = (ROOT / "docs" / "architectures.md").read_text(encoding="utf-8")
+    assert docgen.regenerate(text, ROOT) == text, \
+        "docs/architectures.md is out of date: run `python -m adl.docgen docs/architectures.md`"
+    for path in (ROOT / "architectures").rglob("*.adl"):
+        assert f"`{path.relative_to(ROOT).as_posix()}`" in text
