@@ -10,11 +10,13 @@ import sys
 from typing import Callable, Sequence
 
 from ..errors import ADLError
+from . import average as average_cmd
 from . import compile as compile_cmd
+from . import train as train_cmd
 from .common import UsageError
 
 # Each command module has add_parser(subparsers) and run(args) -> int.
-COMMANDS = [compile_cmd]
+COMMANDS = [compile_cmd, train_cmd, average_cmd]
 
 
 def parser() -> argparse.ArgumentParser:
