@@ -202,11 +202,13 @@ def _coerce(section: str, name: str, value: Any) -> Any:
         if isinstance(value, bool):
             return value
     elif base is int:
+        value = _number(value)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
         if isinstance(value, float) and value.is_integer():
             return int(value)
     elif base is float:
+        value = _number(value)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
     elif base is str:
@@ -219,6 +221,17 @@ def _coerce(section: str, name: str, value: Any) -> Any:
         if isinstance(value, Mapping):
             return {str(k): v for k, v in value.items()}
     raise ConfigError(f"{where} takes {_type_name(base)}, not {value!r}")
+
+
+def _number(value: Any) -> Any:
+    """A number written as text that YAML 1.1 leaves a string (``1e-3``, ``5_000``)."""
+    if isinstance(value, str):
+        for kind in (int, float):
+            try:
+                return kind(value.replace("_", ""))
+            except ValueError:
+                pass
+    return value
 
 
 def _type_name(t: Any) -> str:
@@ -242,7 +255,10 @@ def merge(config: Config, data: Mapping[str, Any], origin: str) -> Config:
         raise ConfigError(f"{origin}: expected sections such as 'model:' and 'train:'")
     for section, values in data.items():
         if section not in SECTIONS:
-            raise ConfigError(f"{origin}: {_unknown(str(section))}")
+            close = difflib.get_close_matches(str(section), list(SECTIONS), n=1, cutoff=0.5)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(f"{origin}: unknown section '{section}'{hint}; sections: "
+                              f"{', '.join(SECTIONS)}")
         if values is None:
             continue
         if not isinstance(values, Mapping):

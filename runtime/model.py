@@ -29,6 +29,18 @@ def assign_files(files: list[str]) -> dict[str, str | None]:
                       "and decoder =, or one JOINT.adl")
 
 
+def check_model(cfg: ModelConfig) -> None:
+    """Check the .adl files (cheap: nothing is built); raises :class:`adl.ADLError`."""
+    options = dict(d_model=cfg.d_model, heads=cfg.heads, dropout=cfg.dropout,
+                   vars=dict(cfg.vars))
+    if cfg.joint:
+        adl.check(cfg.joint, **options)
+    elif cfg.encoder:
+        adl.check_model(cfg.encoder, cfg.decoder, **options)
+    else:
+        raise ConfigError("no model: give .adl files (model.encoder / model.joint)")
+
+
 def build_model(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, length_ratio: float):
     """``adl.build`` with the run's settings; raises :class:`adl.ADLError` for a bad file."""
     options = dict(src_vocab=src_vocab, tgt_vocab=tgt_vocab, d_model=cfg.d_model,

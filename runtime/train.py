@@ -34,7 +34,7 @@ from .data import ParallelData, TextPairs, encode_pairs, read_parallel
 from .errors import TrainingStopped, UserError
 from .logs import Metrics, Progress, close_logger, duration, make_logger
 from .loss import token_loss
-from .model import build_model
+from .model import build_model, check_model
 from .rundir import RunDir
 from .schedule import Schedule
 from .tokenizer import Tokenizers, make_tokenizers
@@ -79,9 +79,13 @@ class Trainer:
         t = self.cfg.train
         self.dist, self.device = distributed.setup(t.device)
         self.main = self.dist.main
+        self._threads = torch.get_num_threads()    # given back by close()
         if t.threads:
             torch.set_num_threads(t.threads)
         state = self._check_run_dir(resume)
+        if not state:
+            check_model(self.cfg.model)      # bad .adl files and data stop before any write
+        text, valid_text = self._read_train(), self._read_valid()
         if self.main:
             self.run_dir.root.mkdir(parents=True, exist_ok=True)
         distributed.barrier(self.dist)
@@ -96,9 +100,8 @@ class Trainer:
 
         random.seed(t.seed)
         torch.manual_seed(t.seed)
-        text = self._read_train()
         self.tokenizers = self._tokenizers(state)
-        self.train_data, self.valid_data = self._data(text)
+        self.train_data, self.valid_data = self._data(text, valid_text)
         self.length_ratio = self.train_data.length_ratio
         self.model = self._model(state).to(self.device)
         self.needs_words = bool(getattr(self.model, "needs_src_words", False))
@@ -157,6 +160,18 @@ class Trainer:
                             "(or --train-src and --train-tgt)")
         return read_parallel(d.train_src, d.train_tgt)
 
+    def _read_valid(self) -> TextPairs | None:
+        d = self.cfg.data
+        if not (d.valid_src or d.valid_tgt):
+            return None
+        if not (d.valid_src and d.valid_tgt):
+            raise UserError("give both validation files (--valid PREFIX, or --valid-src "
+                            "and --valid-tgt)")
+        text = read_parallel(d.valid_src, d.valid_tgt)
+        if d.valid_max:
+            text.src, text.tgt = text.src[:d.valid_max], text.tgt[:d.valid_max]
+        return text
+
     def _tokenizers(self, state: dict[str, Any] | None) -> Tokenizers:
         d = self.cfg.data
         if state:
@@ -172,19 +187,14 @@ class Trainer:
         distributed.barrier(self.dist)
         return Tokenizers.load(self.run_dir.tokenizer)
 
-    def _data(self, text: TextPairs) -> tuple[ParallelData, ParallelData | None]:
+    def _data(self, text: TextPairs, valid_text: TextPairs | None
+              ) -> tuple[ParallelData, ParallelData | None]:
         d, tok = self.cfg.data, self.tokenizers
         train = encode_pairs(text, tok.encode_src, tok.encode_tgt, d.max_len, d.max_ratio)
         self.log.info(train.stats.describe("training data"))
         valid = None
-        if d.valid_src or d.valid_tgt:
-            if not (d.valid_src and d.valid_tgt):
-                raise UserError("give both validation files (--valid PREFIX, or --valid-src "
-                                "and --valid-tgt)")
-            text = read_parallel(d.valid_src, d.valid_tgt)
-            if d.valid_max:
-                text.src, text.tgt = text.src[:d.valid_max], text.tgt[:d.valid_max]
-            valid = encode_pairs(text, tok.encode_src, tok.encode_tgt, keep_text=True)
+        if valid_text is not None:
+            valid = encode_pairs(valid_text, tok.encode_src, tok.encode_tgt, keep_text=True)
             self.log.info(valid.stats.describe("validation data"))
         return train, valid
 
@@ -494,5 +504,6 @@ class Trainer:
             signal.signal(sig, handler)
 
     def close(self) -> None:
+        torch.set_num_threads(self._threads)
         self.metrics.close()
         close_logger(self.log)
