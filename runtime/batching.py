@@ -69,8 +69,11 @@ def collate(data: ParallelData, ids: Tensor, word_ids=None) -> Batch:
 
 def make_batches(src_lengths: Tensor, tgt_lengths: Tensor, max_tokens: int,
                  max_sentences: int = 0, seed: int = 1, epoch: int = 1,
-                 shuffle: bool = True) -> list[Tensor]:
-    """Index batches for one epoch (deterministic in ``seed`` and ``epoch``)."""
+                 shuffle: bool = True, strict: bool = True) -> list[Tensor]:
+    """Index batches for one epoch (deterministic in ``seed`` and ``epoch``).
+
+    ``strict``: a pair longer than ``max_tokens`` is an error (training); otherwise it
+    gets a batch of its own (validation)."""
     n = len(src_lengths)
     cost = torch.maximum(src_lengths, tgt_lengths) + 1        # the longer side, with bos/eos
     if shuffle:
@@ -80,7 +83,7 @@ def make_batches(src_lengths: Tensor, tgt_lengths: Tensor, max_tokens: int,
         order = torch.arange(n)
     order = order[torch.sort(cost[order], stable=True).indices]   # bucket by length
     too_long = int(cost.max())
-    if too_long > max_tokens:
+    if strict and too_long > max_tokens:
         raise DataError(f"a sentence pair needs {too_long} tokens but a batch holds "
                         f"train.max_tokens={max_tokens}: raise it or lower data.max_len")
     batches, start, longest = [], 0, 0

@@ -147,6 +147,13 @@ class Config:
             raise ConfigError("optim.label_smoothing must be in [0, 1)")
         if self.schedule.kind == "linear" and self.train.max_steps <= 0:
             raise ConfigError("schedule.kind=linear decays to train.max_steps: set it")
+        if self.train.best_metric in ("bleu", "chrf") and not self.train.bleu:
+            raise ConfigError(f"train.best_metric={self.train.best_metric} needs "
+                              "train.bleu=true (greedy decoding of the validation set)")
+        t = self.train
+        if not (t.max_steps or t.max_epochs or (t.patience and self.data.valid_src)):
+            raise ConfigError("the run would never end: set train.max_steps, "
+                              "train.max_epochs, or train.patience with a validation set")
         if self.model.share_embeddings and not (self.data.joint_vocab or self.data.spm_model):
             raise ConfigError("model.share_embeddings needs one vocabulary: "
                               "set data.joint_vocab=true")

@@ -6,6 +6,7 @@ an error (the same ones again are fine, so a command re-run with ``--resume`` wo
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Sequence
 
@@ -28,6 +29,7 @@ def configure(files: Sequence[str] = (), *, preset: str | None = None,
         if not run.config.is_file():
             raise UserError(f"{resume_from}: nothing to resume (no config.yaml)")
         stored = cfgmod.from_dict(cfgmod.read_yaml(run.config) or {}, str(run.config))
+        _absolute_paths(stored)
     config = cfgmod.load_config(preset, base=stored.to_dict() if stored else None)
     if files:
         from .model import assign_files   # imports adl (and torch) only when needed
@@ -43,6 +45,7 @@ def configure(files: Sequence[str] = (), *, preset: str | None = None,
     for item in sets:
         key, value = cfgmod.parse_override(item)
         cfgmod.set_value(config, key, value)
+    _absolute_paths(config)        # the run resumes from any directory
     if stored is not None:
         changed = [f"{section}.{name}" for section in ("model", "data")
                    for name, value in getattr(config, section).__dict__.items()
@@ -52,6 +55,20 @@ def configure(files: Sequence[str] = (), *, preset: str | None = None,
                               f"({', '.join(changed)}): a resumed run keeps its own; start a "
                               "new run (another --out) to change them")
     return config.validate()
+
+
+PATHS = {"model": ("encoder", "decoder", "joint"),
+         "data": ("train_src", "train_tgt", "valid_src", "valid_tgt", "spm_model", "spm_src",
+                  "spm_tgt")}
+
+
+def _absolute_paths(config: Config) -> None:
+    for section, names in PATHS.items():
+        part = getattr(config, section)
+        for name in names:
+            value = getattr(part, name)
+            if value:
+                setattr(part, name, os.path.abspath(os.path.expanduser(value)))
 
 
 def data_files(prefix: str | None, langs: Sequence[str] | None, src: str | None,

@@ -69,6 +69,13 @@ def read_parallel(src_path: str | Path, tgt_path: str | Path) -> TextPairs:
                      str(src_path), str(tgt_path), len(src), len(src) - len(keep))
 
 
+def _tensor(values: array, dtype: torch.dtype) -> Tensor:
+    """A tensor copy of an ``array`` (through its buffer, not element by element)."""
+    if not len(values):
+        return torch.zeros(0, dtype=dtype)
+    return torch.frombuffer(values, dtype=dtype).clone()
+
+
 class TokenArray:
     """Many token sequences in one flat int32 tensor (small and fast to slice)."""
 
@@ -83,7 +90,7 @@ class TokenArray:
         for seq in seqs:
             flat.extend(seq)
             offsets.append(len(flat))
-        return cls(torch.tensor(flat, dtype=torch.int32), torch.tensor(offsets, dtype=torch.int64))
+        return cls(_tensor(flat, torch.int32), _tensor(offsets, torch.int64))
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -138,28 +145,38 @@ class ParallelData:
 
 
 def encode_pairs(pairs: TextPairs, encode_src, encode_tgt, max_len: int = 0,
-                 max_ratio: float = 0.0, keep_text: bool = False) -> ParallelData:
+                 max_ratio: float = 0.0, keep_text: bool = False,
+                 chunk: int = 100_000) -> ParallelData:
     """Tokenize and filter: drop pairs over ``max_len`` tokens on a side or with one side
-    longer than ``max_ratio`` times the other (0 turns a filter off)."""
-    src_ids, tgt_ids = encode_src(pairs.src), encode_tgt(pairs.tgt)
+    longer than ``max_ratio`` times the other (0 turns a filter off). Works through the
+    text ``chunk`` pairs at a time, so that only the compact arrays grow with the data."""
     stats = FilterStats(lines=pairs.lines, empty=pairs.empty)
+    src_flat, tgt_flat = array("i"), array("i")
+    src_off, tgt_off = array("q", [0]), array("q", [0])
     keep = []
-    for i, (s, t) in enumerate(zip(src_ids, tgt_ids)):
-        ls, lt = len(s), len(t)
-        if max_len and (ls > max_len or lt > max_len):
-            stats.too_long += 1
-        elif max_ratio and max(ls, lt) > max_ratio * max(min(ls, lt), 1):
-            stats.bad_ratio += 1
-        else:
-            keep.append(i)
-            stats.src_tokens += ls
-            stats.tgt_tokens += lt
+    for start in range(0, len(pairs.src), chunk):
+        src_ids = encode_src(pairs.src[start:start + chunk])
+        tgt_ids = encode_tgt(pairs.tgt[start:start + chunk])
+        for i, (s, t) in enumerate(zip(src_ids, tgt_ids), start):
+            ls, lt = len(s), len(t)
+            if max_len and (ls > max_len or lt > max_len):
+                stats.too_long += 1
+            elif max_ratio and max(ls, lt) > max_ratio * max(min(ls, lt), 1):
+                stats.bad_ratio += 1
+            else:
+                keep.append(i)
+                src_flat.extend(s)
+                tgt_flat.extend(t)
+                src_off.append(len(src_flat))
+                tgt_off.append(len(tgt_flat))
     stats.kept = len(keep)
+    stats.src_tokens, stats.tgt_tokens = len(src_flat), len(tgt_flat)
     if not keep:
         raise DataError(f"{pairs.src_path}: no sentence pair is left after filtering "
                         f"({stats.describe('data')}); raise data.max_len or data.max_ratio")
-    return ParallelData(TokenArray.from_lists(src_ids[i] for i in keep),
-                        TokenArray.from_lists(tgt_ids[i] for i in keep), stats,
+    as_array = lambda flat, off: TokenArray(_tensor(flat, torch.int32),  # noqa: E731
+                                            _tensor(off, torch.int64))
+    return ParallelData(as_array(src_flat, src_off), as_array(tgt_flat, tgt_off), stats,
                         [pairs.tgt[i] for i in keep] if keep_text else None,
                         [pairs.src[i] for i in keep] if keep_text else None)
 

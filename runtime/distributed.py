@@ -7,6 +7,7 @@ gradients so all ranks keep identical weights. Only rank 0 writes checkpoints an
 """
 from __future__ import annotations
 
+import datetime
 import os
 import subprocess
 import sys
@@ -54,11 +55,14 @@ def setup(device_name: str) -> tuple[Dist, torch.device]:
     local = int(os.environ.get("LOCAL_RANK", "0"))
     device = pick_device(device_name, local)
     if world > 1 and not dist.is_initialized():
+        # rank 0 validates (greedy decoding of the whole validation set) while the others
+        # wait: allow that more than the default 10 minutes of NCCL
+        timeout = datetime.timedelta(minutes=60)
         if device.type == "cuda":
             torch.cuda.set_device(device)
-            dist.init_process_group("nccl", device_id=device)
+            dist.init_process_group("nccl", device_id=device, timeout=timeout)
         else:
-            dist.init_process_group("gloo")
+            dist.init_process_group("gloo", timeout=timeout)
     return Dist(rank, world, local), device
 
 

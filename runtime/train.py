@@ -80,6 +80,15 @@ class Trainer:
         self.dist, self.device = distributed.setup(t.device)
         self.main = self.dist.main
         self._threads = torch.get_num_threads()    # given back by close()
+        self.log = self.metrics = None
+        try:
+            self._setup(resume)
+        except BaseException:
+            self.close()
+            raise
+
+    def _setup(self, resume: bool) -> None:
+        t = self.cfg.train
         if t.threads:
             torch.set_num_threads(t.threads)
         state = self._check_run_dir(resume)
@@ -135,6 +144,7 @@ class Trainer:
         else:
             self.ddp = None
         if t.compile:
+            self.log.info("torch.compile: the first updates compile the model (minutes)")
             self.train_model = torch.compile(self.train_model)
         if self.main:
             config_mod.write(self.cfg, self.run_dir.config)
@@ -504,6 +514,9 @@ class Trainer:
             signal.signal(sig, handler)
 
     def close(self) -> None:
+        """Give back what the trainer holds (log file, TensorBoard writer, threads)."""
         torch.set_num_threads(self._threads)
-        self.metrics.close()
-        close_logger(self.log)
+        if self.metrics is not None:
+            self.metrics.close()
+        if self.log is not None:
+            close_logger(self.log)

@@ -35,7 +35,8 @@ def validate(model, data: ParallelData, tokenizers: Tokenizers, device: torch.de
         needs_words = getattr(model, "needs_src_words", False)
         loss = nll = correct = 0.0
         tokens = 0
-        for ids in make_batches(data.src.lengths, data.tgt.lengths, max_tokens, shuffle=False):
+        for ids in make_batches(data.src.lengths, data.tgt.lengths, max_tokens,
+                                shuffle=False, strict=False):
             batch = collate(data, ids, tokenizers.word_ids if needs_words else None).to(device)
             with autocast():
                 if needs_words:

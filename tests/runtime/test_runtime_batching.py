@@ -73,3 +73,15 @@ def test_the_stream_resumes_at_its_position():
     c = BatchStream(d, 128, seed=2)
     c.load_state_dict(b.state_dict())
     assert [next(c).ids.tolist() for _ in range(15)] == first[n - 5:]
+
+
+def test_a_pair_over_the_budget_is_an_error_in_training_and_alone_in_validation():
+    import pytest
+
+    from runtime.errors import DataError
+
+    src, tgt = torch.tensor([3, 40, 4]), torch.tensor([3, 5, 4])
+    with pytest.raises(DataError, match="needs 41 tokens but a batch holds train.max_tokens=16"):
+        make_batches(src, tgt, max_tokens=16)
+    batches = make_batches(src, tgt, max_tokens=16, shuffle=False, strict=False)
+    assert [b.tolist() for b in batches] == [[0, 2], [1]]

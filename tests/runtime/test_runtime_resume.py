@@ -4,6 +4,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 import torch
 
 from runtime import checkpoint as ckpt
@@ -17,7 +19,10 @@ def test_sigkill_then_resume_is_bit_identical(tmp_path):
     paths = reverse_task(tmp_path / "data", train=300, valid=10)
     common = ["train", *model_files(tmp_path), *data_args(paths), *QUICK,
               "--set", f"max_steps={N}", "--set", "valid_every=10",
-              "--set", "model.dropout=0.1"]      # dropout: the RNG state must resume too
+              "--set", "model.dropout=0.1",      # dropout: the RNG state must resume too
+              # one embedding: adl's Seq2Seq initialises separate source and target
+              # embeddings in set order, which differs between processes (see below)
+              "--set", "model.share_embeddings=true"]
     whole = run_adl(*common, "--out", str(tmp_path / "whole"))
     assert whole.returncode == 0, whole.stderr
 
@@ -57,3 +62,23 @@ def test_sigkill_then_resume_is_bit_identical(tmp_path):
     whole_lines = (tmp_path / "whole" / "metrics.jsonl").read_text().splitlines()
     strip = lambda ls: [l.split('"tokens_per_s"')[0] for l in ls]      # noqa: E731
     assert strip(lines) == strip(whole_lines)
+
+
+@pytest.mark.xfail(reason="adl.nn.model.Seq2Seq.reset_parameters initialises the source and "
+                          "target embeddings in the order of a set of modules, which follows "
+                          "memory addresses: the same seed can give other weights",
+                   strict=False)
+def test_the_same_seed_gives_the_same_initial_weights(tmp_path):
+    import hashlib
+
+    import adl
+
+    files = model_files(tmp_path)
+    digests, junk = set(), []
+    for k in range(16):      # builds that differ only in what was allocated before them
+        junk.append([object() for _ in range(k * 37)])
+        torch.manual_seed(1)
+        m = adl.build(*files, src_vocab=40, tgt_vocab=40, d_model=32, heads=4)
+        digests.add(hashlib.sha256(b"".join(p.detach().numpy().tobytes()
+                                            for p in m.parameters())).hexdigest())
+    assert len(digests) == 1
