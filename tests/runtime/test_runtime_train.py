@@ -101,3 +101,31 @@ def test_a_bad_adl_file_stops_before_anything_is_written(tmp_path):
                            "--out", str(tmp_path / "run"))
     assert code == 1 and "error: unknown layer 'fft'" in err and "Traceback" not in err
     assert not (tmp_path / "run").exists()
+
+
+def test_gradient_accumulation_equals_one_big_batch(tmp_path):
+    """Two accumulated batches give the gradient of one batch holding both (the loss is
+    normalised by the update's target tokens, padding is masked)."""
+    import torch
+
+    from runtime.batching import collate
+
+    paths = reverse_task(tmp_path / "data", train=100, valid=5)
+    config = runtime.configure(model_files(tmp_path), preset="tiny",
+                               train=(paths["train"] + ".src", paths["train"] + ".tgt"),
+                               sets=["d_model=32", "max_tokens=128", "max_steps=10",
+                                     "optimizer=adamw", "clip_norm=0"])
+    trainer = runtime.Trainer(config, tmp_path / "run")
+    try:
+        assert isinstance(trainer.optimizer, torch.optim.AdamW)
+        grads = []
+        trainer.optimizer.step = lambda: grads.append(   # look at the gradient, don't step
+            [p.grad.clone() for p in trainer.model.parameters()])
+        a, b = next(trainer.stream), next(trainer.stream)
+        trainer._update([a, b])
+        trainer._update([collate(trainer.train_data, torch.cat([a.ids, b.ids]))])
+    finally:
+        trainer.close()
+    assert len(grads) == 2
+    for g1, g2 in zip(*grads):
+        torch.testing.assert_close(g1, g2, rtol=1e-4, atol=1e-6)
