@@ -137,14 +137,13 @@ def train_sentencepiece(inputs: Sequence[str], prefix: Path, cfg: DataConfig,
         spm.SentencePieceTrainer.train(**options)
     except (RuntimeError, OSError) as exc:
         raise DataError(f"sentencepiece could not train on {', '.join(inputs)}: {exc}") from None
-    data = prefix.with_suffix(".model").read_bytes()
-    return data
+    return prefix.with_suffix(".model").read_bytes()
 
 
 def make_tokenizers(cfg: DataConfig, directory: Path) -> Tokenizers:
     """Tokenizers from data.spm_* models (copied into the run), else trained on the training
     data; saved in ``directory``."""
-    read = lambda p: _read_model(p)  # noqa: E731
+    read = _read_model
     if cfg.spm_model:
         tok = Tokenizers(read(cfg.spm_model), read(cfg.spm_model), True)
     elif cfg.spm_src or cfg.spm_tgt:

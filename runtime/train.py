@@ -233,6 +233,10 @@ class Trainer:
         self.log.info(f"training on {where},{autocast} {t.max_tokens:,} tokens a batch x "
                       f"{t.accumulate} per update; schedule {self.cfg.schedule.kind}, "
                       f"lr {self.cfg.optim.lr:g}")
+        if self.valid_data is None and self.cfg.schedule.kind == "plateau":
+            self.log.warning("schedule.kind=plateau decays when the validation perplexity "
+                             "stalls, but there is no validation set: the rate stays "
+                             f"{self.cfg.optim.lr:g} (give --valid)")
         if self.valid_data is not None and t.bleu:
             sig = signatures()
             self.log.info(f"sacrebleu signatures: BLEU {sig['bleu']}; chrF {sig['chrf']}")

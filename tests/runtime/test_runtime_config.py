@@ -7,7 +7,7 @@ import yaml
 
 from conftest import run_cli
 from runtime import config as cfg
-from runtime.config import Config, load_config
+from runtime.config import load_config
 from runtime.configure import configure
 from runtime.errors import ConfigError
 
