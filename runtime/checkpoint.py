@@ -1,0 +1,239 @@
+"""Checkpoints: atomic writes, safe loading, keep-last-N, averaging, loading for inference.
+
+A checkpoint is a dict of tensors and plain data (``FORMAT`` below): the model's
+description (``spec``, rebuilt with ``adl.build_from_spec``) and weights, the optimizer,
+schedule, data position and RNG states for an exact resume, the configuration, and the
+sentencepiece models' bytes — so one file is enough to translate. Loading always uses
+``torch.load(weights_only=True)``: a file that carries pickled code is refused, never run.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+import torch
+
+from .errors import CheckpointError
+from .rundir import RunDir
+
+FORMAT = "adl-checkpoint/1"
+LOWER_IS_BETTER = {"ppl": True, "loss": True, "acc": False, "bleu": False, "chrf": False}
+
+
+# --- writing ------------------------------------------------------------------------------
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def save(state: dict[str, Any], path: Path) -> None:
+    """Write ``state`` to ``path`` atomically: a temporary file in the same directory,
+    flushed and fsynced, then renamed over ``path`` (a reader sees the old file or the new
+    one, never a part)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def publish(src: Path, dst: Path) -> None:
+    """Make ``dst`` (last.pt, best.pt) the same checkpoint as ``src``, atomically: a hard
+    link renamed into place (a copy where links are not supported)."""
+    tmp = dst.with_name(f".{dst.name}.link.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(src, tmp)
+    except OSError:
+        with open(src, "rb") as fin, open(tmp, "wb") as fout:
+            shutil.copyfileobj(fin, fout)
+            fout.flush()
+            os.fsync(fout.fileno())
+    os.replace(tmp, dst)
+    _fsync_dir(dst.parent)
+
+
+def prune(run: RunDir, keep_last: int, keep: Iterable[int] = ()) -> list[int]:
+    """Delete step-N.pt files beyond the newest ``keep_last`` (0: keep all), except the
+    steps in ``keep``; returns the deleted steps."""
+    if keep_last <= 0:
+        return []
+    files = run.step_files()
+    protected = set(sorted(files)[-keep_last:]) | set(keep)
+    gone = [s for s in files if s not in protected]
+    for s in gone:
+        files[s].unlink(missing_ok=True)
+    return gone
+
+
+# --- reading ------------------------------------------------------------------------------
+def load(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """Read a checkpoint without running any code; raises :class:`CheckpointError`."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint")
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as exc:
+        found = re.search(r"GLOBAL ([\w.]+)", str(exc))
+        if found:
+            raise CheckpointError(
+                f"{path}: refused: the file carries a pickled Python object "
+                f"({found.group(1)}), and loading it could run code. An ADL checkpoint holds "
+                "only tensors and plain data; this file was not written by adl train, or was "
+                "tampered with.") from None
+        raise CheckpointError(f"{path}: not a checkpoint (damaged, or another format)") from None
+    except (RuntimeError, EOFError, OSError, ValueError) as exc:
+        raise CheckpointError(f"{path}: cannot read the checkpoint: {exc}") from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: not an ADL checkpoint (no '{FORMAT}' format mark)")
+    return state
+
+
+def resolve(run_or_file: str | Path, which: str = "best") -> Path:
+    """The checkpoint file meant by a run directory and ``which`` (best | last | average |
+    a file name in RUN/checkpoints), or a checkpoint file given directly."""
+    path = Path(run_or_file)
+    if path.is_file():
+        return path
+    run = RunDir(path)
+    if not run.root.is_dir():
+        raise CheckpointError(f"{path}: no such run directory or checkpoint file")
+    if which == "best":
+        if run.best.is_file():
+            return run.best
+        if run.last.is_file() and not _had_validation(run):
+            return run.last   # a run without a validation set has no best: its last
+        raise CheckpointError(f"{path}: no checkpoints/best.pt yet")
+    if which == "last":
+        if run.last.is_file():
+            return run.last
+        raise CheckpointError(f"{path}: no checkpoints/last.pt (has it trained a checkpoint?)")
+    if which == "average":
+        if run.average.is_file():
+            return run.average
+        raise CheckpointError(f"{path}: no checkpoints/average.pt: make it with "
+                              f"`adl average {path} --last 5`")
+    for candidate in (Path(which), run.checkpoints / which):
+        if candidate.is_file():
+            return candidate
+    raise CheckpointError(f"{path}: no checkpoint '{which}' (best, last, average, or a file)")
+
+
+def _had_validation(run: RunDir) -> bool:
+    from .config import read_yaml
+
+    if not run.config.is_file():
+        return True
+    data = read_yaml(run.config) or {}
+    return bool((data.get("data") or {}).get("valid_src"))
+
+
+def load_for_inference(run_or_file: str | Path, which: str = "best",
+                       device: str | torch.device = "cpu"):
+    """``(model, tokenizers)`` from a run directory (``which`` = best | last | average |
+    a checkpoint file name) or from a checkpoint file. The model is in eval mode on
+    ``device``; the tokenizers come from the checkpoint itself."""
+    import adl
+
+    from .tokenizer import Tokenizers
+
+    state = load(resolve(run_or_file, which))
+    model = adl.build_from_spec(state["spec"])
+    model.load_state_dict(state["model"])
+    model.to(device).eval()
+    return model, Tokenizers.from_state(state["tokenizer"])
+
+
+# --- averaging ------------------------------------------------------------------------------
+def average(paths: list[Path]) -> dict[str, Any]:
+    """A checkpoint whose weights are the mean of those of ``paths`` (same model); the
+    rest (spec, tokenizer, configuration) comes from the newest. No optimizer state."""
+    if not paths:
+        raise CheckpointError("nothing to average")
+    total: dict[str, torch.Tensor] = {}
+    newest: dict[str, Any] = {}
+    steps = []
+    for path in paths:
+        state = load(path)
+        if newest and state["spec"] != newest["spec"]:
+            raise CheckpointError(f"{path}: another model than {paths[0]}: cannot average")
+        model = state["model"]
+        if total and set(model) != set(total):
+            raise CheckpointError(f"{path}: other weights than {paths[0]}: cannot average")
+        for name, tensor in model.items():
+            if tensor.is_floating_point():
+                acc = tensor.double()
+                total[name] = acc if name not in total else total[name] + acc
+            else:
+                total[name] = tensor            # integer buffers: the newest value
+        steps.append(int(state["step"]))
+        if not newest or state["step"] >= newest["step"]:
+            newest = state
+    dtypes = {k: v.dtype for k, v in newest["model"].items()}
+    averaged = {k: (v / len(paths)).to(dtypes[k]) if v.is_floating_point() else v
+                for k, v in total.items()}
+    return {"format": FORMAT, "step": newest["step"], "spec": newest["spec"],
+            "model": averaged, "tokenizer": newest["tokenizer"], "config": newest["config"],
+            "averaged_steps": sorted(steps), "metrics": {}}
+
+
+def choose(run: RunDir, last: int | None = None, best: int | None = None) -> list[Path]:
+    """The ``last`` newest step-N.pt files, or the ``best`` best by the run's best metric
+    (from the history kept in last.pt)."""
+    files = run.step_files()
+    if not files:
+        raise CheckpointError(f"{run.root}: no step-N.pt checkpoints to average")
+    n = last if last is not None else best
+    if not n or n <= 0:
+        raise CheckpointError("give a positive number of checkpoints")
+    if last is not None:
+        picked = sorted(files)[-n:]
+    else:
+        trainer = load(run.last).get("trainer", {})
+        metric = trainer.get("metric", "ppl")
+        scored = [(h["value"], h["step"]) for h in trainer.get("history", [])
+                  if h["step"] in files and h.get("value") is not None]
+        if not scored:
+            raise CheckpointError(f"{run.root}: no validated checkpoints to pick the best "
+                                  "from (the run had no validation set?): use --last")
+        scored.sort(key=lambda vs: (vs[0] if LOWER_IS_BETTER[metric] else -vs[0], -vs[1]))
+        picked = sorted(step for _, step in scored[:n])
+    if len(picked) < n:
+        raise CheckpointError(f"{run.root}: only {len(picked)} checkpoint"
+                              f"{'s' if len(picked) != 1 else ''} to choose from, not {n} "
+                              "(train.keep_last / train.keep_best decide how many are kept)")
+    return [files[s] for s in picked]
+
+
+def average_run(run_dir: str | Path, last: int | None = None, best: int | None = None,
+                out: str | Path | None = None) -> tuple[Path, list[int]]:
+    """Average the last or best N checkpoints of a run into ``out`` (default
+    RUN/checkpoints/average.pt); returns the file and the steps averaged."""
+    run = RunDir(Path(run_dir))
+    if not run.root.is_dir():
+        raise CheckpointError(f"{run_dir}: no such run directory")
+    state = average(choose(run, last, best))
+    target = Path(out) if out else run.average
+    save(state, target)
+    return target, state["averaged_steps"]

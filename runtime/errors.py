@@ -1,0 +1,23 @@
+"""The runtime's errors: each is a problem with the user's input, printed as one message."""
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """Something the user can fix (bad data, a bad setting, a missing file): the CLI prints
+    ``str(error)`` and exits 1, without a traceback."""
+
+
+class ConfigError(UserError):
+    """An unknown or badly typed setting."""
+
+
+class DataError(UserError):
+    """Unreadable or inconsistent training data; the message names the file and line."""
+
+
+class CheckpointError(UserError):
+    """A checkpoint that is missing, damaged, or not safe to load."""
+
+
+class TrainingStopped(UserError):
+    """Training could not go on (e.g. K non-finite losses in a row)."""

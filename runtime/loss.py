@@ -1,0 +1,34 @@
+"""Label-smoothed cross-entropy over the target tokens (padding excluded).
+
+``loss = (1 - ε) · (−log p(y)) + ε · mean_v(−log p(v))`` — the smoothed target puts ε spread
+uniformly over the vocabulary (as ``torch.nn.functional.cross_entropy(label_smoothing=ε)``).
+The unsmoothed negative log-likelihood comes out of the same pass for the perplexity.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import Tensor
+
+
+@dataclass
+class LossSums:
+    loss: Tensor        # () label-smoothed loss, summed over tokens (what is optimised)
+    nll: Tensor         # () negative log-likelihood summed over tokens (perplexity)
+    tokens: int         # target tokens counted
+    correct: Tensor     # () tokens whose argmax is the reference
+
+
+def token_loss(logits: Tensor, target: Tensor, smoothing: float = 0.0,
+               pad_id: int = 0) -> LossSums:
+    """``logits`` (B, T, V), ``target`` (B, T) -> sums over the non-padding positions."""
+    mask = target.ne(pad_id)                                    # (B, T)
+    logp = logits[mask].float().log_softmax(-1)                 # (N, V)
+    gold = target[mask]                                         # (N,)
+    nll = -logp.gather(-1, gold.unsqueeze(-1)).squeeze(-1)      # (N,)
+    if smoothing:
+        loss = (1.0 - smoothing) * nll - smoothing * logp.mean(-1)
+    else:
+        loss = nll
+    correct = logp.argmax(-1).eq(gold).sum()
+    return LossSums(loss.sum(), nll.sum(), int(gold.numel()), correct)

@@ -1,0 +1,54 @@
+"""The model of a run, built from its .adl files through ``adl.build`` (the public API)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import adl
+
+from .config import ModelConfig
+from .errors import ConfigError
+
+
+def is_joint(path: str | Path) -> bool:
+    """A joint (decoder-only) description: ``*.joint.adl``, or a file defining ``joint =``."""
+    if str(path).endswith(".joint.adl"):
+        return True
+    return adl.parse(Path(path)).definition("joint") is not None
+
+
+def assign_files(files: list[str]) -> dict[str, str | None]:
+    """``[enc, dec]``, ``[model]`` (defines encoder and decoder) or ``[joint]`` ->
+    model.encoder / model.decoder / model.joint."""
+    if len(files) == 2:
+        return {"encoder": files[0], "decoder": files[1], "joint": None}
+    if len(files) == 1:
+        if is_joint(files[0]):
+            return {"encoder": None, "decoder": None, "joint": files[0]}
+        return {"encoder": files[0], "decoder": None, "joint": None}
+    raise ConfigError("give the model as ENC.adl DEC.adl, one MODEL.adl defining encoder = "
+                      "and decoder =, or one JOINT.adl")
+
+
+def check_model(cfg: ModelConfig) -> None:
+    """Check the .adl files (cheap: nothing is built); raises :class:`adl.ADLError`."""
+    options = dict(d_model=cfg.d_model, heads=cfg.heads, dropout=cfg.dropout,
+                   vars=dict(cfg.vars))
+    if cfg.joint:
+        adl.check(cfg.joint, **options)
+    elif cfg.encoder:
+        adl.check_model(cfg.encoder, cfg.decoder, **options)
+    else:
+        raise ConfigError("no model: give .adl files (model.encoder / model.joint)")
+
+
+def build_model(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, length_ratio: float):
+    """``adl.build`` with the run's settings; raises :class:`adl.ADLError` for a bad file."""
+    options = dict(src_vocab=src_vocab, tgt_vocab=tgt_vocab, d_model=cfg.d_model,
+                   heads=cfg.heads, dropout=cfg.dropout, vars=dict(cfg.vars),
+                   tie_embeddings=cfg.tie_embeddings, share_embeddings=cfg.share_embeddings,
+                   length_ratio=length_ratio)
+    if cfg.joint:
+        return adl.build(joint=cfg.joint, **options)
+    if not cfg.encoder:
+        raise ConfigError("no model: give .adl files (model.encoder / model.joint)")
+    return adl.build(cfg.encoder, cfg.decoder, **options)

@@ -1,0 +1,67 @@
+"""Tiny data and models for the runtime's tests (written by the tests, d_model 32-64)."""
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+WORDS = list("abcdefghijklmnopqrst")   # each letter becomes one sentencepiece piece
+
+ENC = "pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(ffl)) -> norm\n"
+DEC = "pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) -> res_nd(ffl)) -> norm\n"
+MODEL = ("encoder = pos -> res_nd(cnn) -> res_nd(ffl) -> norm\n"
+         "decoder = pos -> res_nd(rnn) -> res_nd(mh_dot_src_att) -> norm\n")
+JOINT = "joint = pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(ffl)) -> norm\n"
+
+# settings that make a CLI run short; tests add their own --set items after these
+QUICK = ["--preset", "tiny", "--set", "d_model=32", "--set", "max_tokens=256",
+         "--set", "log_every=5"]
+
+
+def reverse_task(directory: Path, train: int = 1000, valid: int = 100, seed: int = 0,
+                 lengths: tuple[int, int] = (3, 8)) -> dict[str, str]:
+    """``train.src``/``train.tgt`` (and valid): random letter sentences and their reversal."""
+    rng = random.Random(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, n in (("train", train), ("valid", valid)):
+        with open(directory / f"{name}.src", "w") as fs, open(directory / f"{name}.tgt", "w") as ft:
+            for _ in range(n):
+                words = [rng.choice(WORDS) for _ in range(rng.randint(*lengths))]
+                fs.write(" ".join(words) + "\n")
+                ft.write(" ".join(reversed(words)) + "\n")
+    return {"train": str(directory / "train"), "valid": str(directory / "valid")}
+
+
+def model_files(directory: Path) -> list[str]:
+    enc, dec = directory / "tiny.enc.adl", directory / "tiny.dec.adl"
+    enc.write_text(ENC)
+    dec.write_text(DEC)
+    return [str(enc), str(dec)]
+
+
+def data_args(paths: dict[str, str], valid: bool = True) -> list[str]:
+    args = ["--train", paths["train"], "--langs", "src", "tgt"]
+    return args + (["--valid", paths["valid"]] if valid else [])
+
+
+def env() -> dict[str, str]:
+    """The environment of a child ``adl`` process (this checkout first on the path)."""
+    e = dict(os.environ)
+    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    e.pop("WORLD_SIZE", None)
+    return e
+
+
+def adl_command(*argv: str) -> list[str]:
+    return [sys.executable, "-c", "import sys; from adl.cli import main; "
+            "sys.exit(main(sys.argv[1:]))", *argv]
+
+
+def run_adl(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``adl ARGV`` in a child process."""
+    return subprocess.run(adl_command(*argv), capture_output=True, text=True, env=env(),
+                          timeout=timeout)
