@@ -224,3 +224,35 @@ def test_joint_positions_start_at_zero_on_each_side():
     lang = model.language.weight
     torch.testing.assert_close(x[0, 0], model.src_embed.weight[4] + lang[0])
     torch.testing.assert_close(x[0, 3], model.tgt_embed.weight[7] + lang[1])
+
+
+@pytest.mark.parametrize("enc,dec", [
+    ("pos -> res_nd(mh_dot_self_att) -> res_nd(gauss_att(l, r, window=3)) -> res_nd(fixed_self_att)",
+     "pos -> res_nd(hard_self_att) -> res_nd(mh_dot_src_att) -> res_nd(mlp_att -> linear) "
+     "-> res_nd(gauss_src_att(c, ratio=1)) -> res_nd(hard_src_att)"),
+])
+def test_attention_records(enc, dec):
+    torch.manual_seed(0)
+    model = adl.build(enc, dec, src_vocab=20, tgt_vocab=20, d_model=16, heads=2).eval()
+    src = torch.tensor([[5, 6, 7, 8, 0], [5, 6, 7, 8, 9]])
+    tgt = torch.tensor([[1, 4, 5], [1, 6, 7]])
+    records = model.attention(src, tgt)
+    names = [(r.layer.split()[0], r.layer.split()[-1], r.kind) for r in records]
+    assert names == [("encoder", "mh_dot_self_att", "self"), ("encoder", "gauss_att", "self"),
+                     ("encoder", "fixed_self_att", "self"),
+                     ("decoder", "hard_self_att", "self"), ("decoder", "mh_dot_src_att", "source"),
+                     ("decoder", "mlp_src_att", "source"), ("decoder", "gauss_src_att", "source"),
+                     ("decoder", "hard_src_att", "source")]
+    assert records[0].layer == "encoder 2.1 mh_dot_self_att"
+    soft = records[0].weights
+    assert soft.shape == (2, 2, 5, 5)
+    torch.testing.assert_close(soft.sum(-1), torch.ones(2, 2, 5))
+    assert torch.all(soft[0, :, :, 4] == 0)                      # padding never attended
+    assert records[2].weights.shape == (2, 8, 5, 5)              # 7 fixed heads + 1 learned
+    hard = records[3].weights
+    assert torch.all(hard.sum(-1) == 1) and torch.all((hard == 0) | (hard == 1))
+    assert torch.all(torch.triu(hard[0, 0], 1) == 0)             # causal
+    for r in records:
+        if r.kind == "source":
+            assert r.weights.shape[-2:] == (3, 5) and torch.all(r.weights[0, :, :, 4] == 0)
+    assert model.attention(src, tgt) is not records and model._recording is None

@@ -2,9 +2,9 @@
 from . import (attention, basic, conv, fixed, gaussian, hard, position, recurrent,  # noqa: F401
                structure)
 from .base import IMPLEMENTATIONS, Builder, Chain, Layer, implements
-from .context import Context, DecodeState, JointLayout, Memory
+from .context import AttentionRecord, Context, DecodeState, JointLayout, Memory
 from .joint import JointModel
 from .model import Network, Seq2Seq
 
-__all__ = ["IMPLEMENTATIONS", "Builder", "Chain", "Context", "DecodeState", "JointLayout",
+__all__ = ["AttentionRecord", "IMPLEMENTATIONS", "Builder", "Chain", "Context", "DecodeState", "JointLayout",
            "JointModel", "Layer", "Memory", "Network", "Seq2Seq", "implements"]

@@ -51,6 +51,16 @@ class DotAttention(Layer):
         self.dropout = dropout
         self.out = nn.Linear(att, num_hidden)
 
+    def probabilities(self, q: Tensor, k: Tensor, mask: Tensor | None = None,
+                      causal: bool = False) -> Tensor:
+        """softmax(Q K^T / √s) (B, H, T, S), computed explicitly (for recording)."""
+        scores = (q @ k.transpose(-1, -2)) * self.scale
+        if causal:
+            mask = causal_mask(q.size(2), k.size(2), k.size(2) - q.size(2), q.device)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        return scores.softmax(-1)
+
     def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
                causal: bool = False) -> Tensor:
         """softmax(Q K^T / √s) V per head, then the output projection."""
@@ -77,6 +87,8 @@ class SelfAttention(DotAttention):
                 v = torch.cat([cache["v"], v], dim=2)
             cache["k"], cache["v"] = k, v
         mask, causal = self.mask(ctx, q.size(2), k.size(2), x.device)
+        if ctx.record is not None:
+            ctx.keep(self, "self", self.probabilities(q, k, mask, causal))
         return self.attend(q, k, v, mask, causal)
 
     def mask(self, ctx: Context, queries: int, keys: int, device: torch.device):
@@ -132,6 +144,8 @@ class SourceAttention(DotAttention):
         k, v = self.keys_values(ctx)
         pad = ctx.memory.pad
         mask = None if pad is None else ~pad[:, None, None, :]
+        if ctx.record is not None:
+            ctx.keep(self, "source", self.probabilities(q, k, mask))
         return self.attend(q, k, v, mask)
 
 
@@ -173,4 +187,6 @@ class MLPSourceAttention(Layer):
         scores = self.wo(torch.tanh(self.wq(x).unsqueeze(2) + k.unsqueeze(1))).squeeze(-1)
         if ctx.memory.pad is not None:                         # (B, T, S)
             scores = scores.masked_fill(ctx.memory.pad.unsqueeze(1), float("-inf"))
-        return self.drop(scores.softmax(-1)) @ u               # softmax(S) U
+        probs = scores.softmax(-1)
+        ctx.keep(self, "source", probs.unsqueeze(1))
+        return self.drop(probs) @ u                            # softmax(S) U

@@ -72,6 +72,7 @@ class Builder:
     encoder_blocks: int = 0
     blocks: int = 0
     block: int | None = None
+    path: str = ""                      # position of the layer being built
     length_ratio: float | None = None  # the data's mean source/target length ratio
     top_repeat: Node | None = None
     problems: list[tuple[Node, str, str | None]] = field(default_factory=list)
@@ -80,29 +81,59 @@ class Builder:
         self.top_repeat = next((n for n in chain.nodes if n.spec.name == "repeat"), None)
         if self.top_repeat is not None:
             self.blocks = self.top_repeat.args["count"]
+        self.path = ""
         return self.chain(chain)
 
     def chain(self, chain: CheckedChain) -> Chain:
-        return Chain([self.node(n) for n in chain.nodes])
+        """The modules of a chain; each knows its position (``2[3].1.1``: layer 1 of layer 1
+        of the third copy of layer 2), as ``adl compile --summary`` numbers them."""
+        outer = self.path
+        layers = []
+        for i, node in enumerate(chain.nodes, 1):
+            self.path = f"{outer}{i}"
+            layers.append(self.node(node))
+        self.path = outer
+        return Chain(layers)
 
     def node(self, node: Node) -> Layer:
         try:
             cls = IMPLEMENTATIONS[node.spec.name]
         except KeyError:
             raise NotImplementedError(f"no module implements layer '{node.spec.name}'") from None
-        return cls.build(node, self)
+        here = self.path
+        layer = cls.build(node, self)
+        layer.position = f"{self.role} {here} {node.spec.name}"
+        return layer
+
+
 
     def arguments(self, node: Node) -> dict[str, Any]:
         """The layer's arguments with its sub-chains built."""
         out = {}
+        chains = [c for p in node.spec.params if p.is_chain for c in
+                  (node.args.get(p.name) or [] if p.variadic else [node.args.get(p.name)])]
         for p in node.spec.params:
             if p.name not in node.args:
                 continue
             value = node.args[p.name]
             if p.is_chain:
-                value = [self.chain(c) for c in value] if p.variadic else self.chain(value)
+                value = [self.subchain(c, chains) for c in value] if p.variadic \
+                    else self.subchain(value, chains)
             out[p.name] = value
         return out
+
+    def subchain(self, chain: CheckedChain, siblings: list[CheckedChain],
+                 copy: int | None = None) -> Chain:
+        """A sub-chain, numbered like the summary: ``2.1`` (one chain), ``2.3.1`` (the third
+        of several), ``2[3].1`` (the third copy of a repeat)."""
+        index = next(i for i, c in enumerate(siblings, 1) if c is chain)
+        suffix = f"[{copy}]" if copy is not None else (f".{index}" if len(siblings) > 1 else "")
+        outer = self.path
+        self.path = f"{outer}{suffix}."
+        try:
+            return self.chain(chain)
+        finally:
+            self.path = outer
 
     def refuse(self, node: Node, message: str, hint: str | None = None) -> None:
         """A problem that only the whole model reveals (reported as an ADL error)."""

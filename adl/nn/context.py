@@ -68,6 +68,15 @@ class DecodeState:
 
 
 @dataclass
+class AttentionRecord:
+    """The attention weights one layer applied: (B, H, queries, keys)."""
+
+    layer: str            # where the layer is: "decoder 2[1].2.1 mh_dot_src_att"
+    kind: str             # "self" or "source"
+    weights: Tensor
+
+
+@dataclass
 class Context:
     role: str                                  # encoder | decoder | joint
     pad: Tensor | None = None                  # (B, T) True at padding of the current stream
@@ -77,6 +86,15 @@ class Context:
     blocks: list[Tensor] | None = None         # filled by the top-level repeat (encoder)
     joint: JointLayout | None = None           # the source's place in a joint stream
     extra: dict[str, Any] = field(default_factory=dict)  # runtime-supplied inputs by name
+    record: list[AttentionRecord] | None = None  # when set, attention layers add their weights
+
+    def keep(self, layer: Any, kind: str, weights: Tensor) -> None:
+        """Record a layer's attention weights (B, H, T, S) when recording is on."""
+        if self.record is not None:
+            if weights.dim() == 3:
+                weights = weights.unsqueeze(0)
+            self.record.append(AttentionRecord(getattr(layer, "position", type(layer).__name__),
+                                               kind, weights.detach()))
 
     @property
     def offset(self) -> int:

@@ -64,10 +64,18 @@ class FixedSelfAttention(Layer):
         P = len(self.names)
         w = self.weights(B, T, ctx.pad, ctx.extra.get("words")).to(x.device, x.dtype)
         fixed = w @ v[:, :P]                                   # fixed weights times values
-        parts = [fixed]
+        parts, heads = [fixed], [w]
         if self.learned:
             q, k = (split_heads(t, self.learned) for t in self.qk(x).chunk(2, dim=-1))
             p = self.dropout if self.training else 0.0
-            parts.append(F.scaled_dot_product_attention(q, k, v[:, P:], attn_mask=ctx.key_padding(),
+            mask = ctx.key_padding()
+            if ctx.record is not None:
+                scores = (q @ k.transpose(-1, -2)) / q.size(-1) ** 0.5
+                if mask is not None:
+                    scores = scores.masked_fill(~mask, float("-inf"))
+                heads.append(scores.softmax(-1))
+            parts.append(F.scaled_dot_product_attention(q, k, v[:, P:], attn_mask=mask,
                                                         dropout_p=p))
+        if ctx.record is not None:                             # fixed heads, then learned
+            ctx.keep(self, "self", torch.cat(heads, dim=1))
         return self.out(merge_heads(torch.cat(parts, dim=1)))

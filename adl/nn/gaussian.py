@@ -101,9 +101,22 @@ class GaussianSelfAttention(Layer):
         offset = v.size(1) - x.size(1)
         w = gaussian_heads(v.size(1), tuple(self.offsets), self.sigma, self.causal)
         w = w.to(v.device)[:, offset:]                         # (H, Tq, Tk)
+        ctx.keep(self, "self", self._cut(w, ctx))
         return self.out(mix_heads(w, v, self.channels))        # N(j; i + o_h, σ) V
 
+    def _cut(self, w: Tensor, ctx: Context) -> Tensor:
+        """The weights as applied: zero on padding keys (B, H, Tq, Tk)."""
+        if ctx.pad is None or ctx.state is not None:
+            return w
+        return w.unsqueeze(0) * (~ctx.pad)[:, None, None, :]
+
     def _convolve(self, v: Tensor, ctx: Context) -> Tensor:
+        if ctx.record is not None and ctx.state is None:       # the kernels as a matrix
+            n = v.size(1)
+            w = torch.stack([patterns.gaussian(n, o, self.sigma, window=self.window,
+                                               index=self.index, causal=self.causal)
+                             for o in self.offsets]).to(v.device)
+            ctx.keep(self, "self", self._cut(w, ctx))
         h = v.transpose(1, 2)                                  # (B, a, T)
         if ctx.state is not None:
             cache = ctx.state.of(self)
@@ -155,6 +168,9 @@ class GaussianSourceAttention(Layer):
         T, S = x.size(1), v.size(1)
         w = torch.stack([patterns.gaussian_cross(ctx.offset + T, S, o, self.ratio, self.sigma)
                          for o in self.offsets]).to(v.device)[:, ctx.offset:]
+        if ctx.record is not None:
+            pad = ctx.memory.pad
+            ctx.keep(self, "source", w if pad is None else w.unsqueeze(0) * (~pad)[:, None, None, :])
         return self.out(mix_heads(w, v, self.channels))        # N(j; ⌊γ i + o⌋, σ) V
 
     def _values(self, memory) -> Tensor:

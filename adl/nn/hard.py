@@ -13,6 +13,17 @@ from .attention import SelfAttention, SourceAttention, causal_mask, merge_heads
 from .base import implements
 
 
+class Retrieving:
+    """What a hard layer records: the one position each head takes (one-hot) in inference."""
+
+    def probabilities(self, q: Tensor, k: Tensor, mask: Tensor | None = None,
+                      causal: bool = False) -> Tensor:
+        p = super().probabilities(q, k, mask, causal)
+        if self.training:
+            return p
+        return torch.nn.functional.one_hot(p.argmax(-1), p.size(-1)).to(p.dtype)
+
+
 class HardRetrieval(torch.autograd.Function):
     """out[i] = V[idx[i]]; backward as if out = P V with P one-hot:
     grad P = G V^T (straight through to the probabilities), grad V[j] = Σ_{i: idx_i = j} G[i]."""
@@ -49,7 +60,7 @@ def retrieve(scores: Tensor, v: Tensor, mask: Tensor | None, training: bool) -> 
 
 
 @implements("hard_self_att")
-class HardSelfAttention(SelfAttention):
+class HardSelfAttention(Retrieving, SelfAttention):
     def __init__(self, d_in: int, heads: int, s: float | None, num_hidden: int,
                  att_num_hidden: int | None):
         super().__init__(d_in, heads, s, num_hidden, att_num_hidden, dropout=0.0)
@@ -63,7 +74,7 @@ class HardSelfAttention(SelfAttention):
 
 
 @implements("hard_src_att")
-class HardSourceAttention(SourceAttention):
+class HardSourceAttention(Retrieving, SourceAttention):
     def __init__(self, d_in: int, source_d: int, level: int | None, heads: int,
                  s: float | None, num_hidden: int, att_num_hidden: int | None):
         super().__init__(d_in, source_d, level, heads, s, num_hidden, att_num_hidden, 0.0)

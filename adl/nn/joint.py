@@ -7,7 +7,7 @@ import torch
 from torch import Tensor, nn
 
 from .context import Context, DecodeState, JointLayout
-from .model import Network, init_parameters
+from .model import Network, init_parameters, record_attention
 
 SOURCE, TARGET = 0, 1
 
@@ -37,6 +37,13 @@ class JointModel(nn.Module):
         if tie_embeddings:
             self.output.weight = self.tgt_embed.weight
 
+    _recording: list | None = None
+
+    @torch.no_grad()
+    def attention(self, src: Tensor, tgt_in: Tensor, src_words: Tensor | None = None) -> list:
+        """Attention weights of every layer over the joint stream (see Seq2Seq.attention)."""
+        return record_attention(self, src, tgt_in, src_words)
+
     @property
     def needs_src_words(self) -> bool:
         return any(getattr(m, "reads_src_words", False) for m in self.modules())
@@ -53,7 +60,7 @@ class JointModel(nn.Module):
         x = torch.cat([self._source(src), self._target(tgt_in)], dim=1)  # (B, S + T, D)
         positions = torch.cat([torch.arange(S), torch.arange(T)]).to(src.device).unsqueeze(0)
         ctx = Context("joint", pad=torch.cat([layout.source_pad, tgt_in.eq(self.pad_id)], 1),
-                      positions=positions, joint=layout)
+                      positions=positions, joint=layout, record=self._recording)
         if src_words is not None:
             ctx.extra["words"] = src_words
         z = self.network(x, ctx)

@@ -47,6 +47,14 @@ class Seq2Seq(nn.Module):
         if tie_embeddings:
             self.output.weight = self.tgt_embed.weight
 
+    _recording: list | None = None
+
+    @torch.no_grad()
+    def attention(self, src: Tensor, tgt_in: Tensor, src_words: Tensor | None = None) -> list:
+        """The attention weights of every attention layer on one forward pass, as
+        :class:`~adl.nn.context.AttentionRecord` (layer position, kind, (B, H, T, S))."""
+        return record_attention(self, src, tgt_in, src_words)
+
     @property
     def needs_src_words(self) -> bool:
         """Whether the model reads word ids of the source (word-level fixed attention)."""
@@ -62,7 +70,7 @@ class Seq2Seq(nn.Module):
 
     def encode(self, src: Tensor, src_words: Tensor | None = None) -> Memory:
         pad = src.eq(self.pad_id)                                   # (B, S)
-        ctx = Context("encoder", pad=pad, blocks=[])
+        ctx = Context("encoder", pad=pad, blocks=[], record=self._recording)
         if src_words is not None:
             ctx.extra["words"] = src_words
         top = self.encoder(self.src_embed(src), ctx)                # U^0 = E_src x
@@ -70,7 +78,8 @@ class Seq2Seq(nn.Module):
 
     def decode(self, tgt_in: Tensor, memory: Memory, state: DecodeState | None = None) -> Tensor:
         """Logits for ``tgt_in``; with a state, ``tgt_in`` holds only the new positions."""
-        ctx = Context("decoder", pad=tgt_in.eq(self.pad_id), memory=memory, state=state)
+        ctx = Context("decoder", pad=tgt_in.eq(self.pad_id), memory=memory, state=state,
+                      record=self._recording)
         z = self.decoder(self.tgt_embed(tgt_in), ctx)               # Z^0 = E_tgt y
         if state is not None:
             state.offset += tgt_in.size(1)
@@ -89,6 +98,17 @@ class Seq2Seq(nn.Module):
         if tokens.dim() == 1:
             tokens = tokens.unsqueeze(1)
         return self.decode(tokens, memory, state)[:, -1].log_softmax(-1)
+
+
+def record_attention(model: nn.Module, src: Tensor, tgt_in: Tensor,
+                     src_words: Tensor | None = None) -> list:
+    records: list = []
+    model._recording = records
+    try:
+        model(src, tgt_in, src_words)
+    finally:
+        model._recording = None
+    return records
 
 
 def init_parameters(model: nn.Module, embeddings: list[nn.Embedding], d_model: int,

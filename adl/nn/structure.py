@@ -79,10 +79,11 @@ class Repeat(Layer):
     def build(cls, node: Node, b: Builder) -> "Repeat":
         top = node is b.top_repeat
         copies = []
+        body = node.args["chain"]
         for i in range(node.args["count"]):
             if top:
                 b.block = i + 1
-            copies.append(b.chain(node.args["chain"]))
+            copies.append(b.subchain(body, [body], copy=i + 1))
         if top:
             b.block = None
         return cls(node.d_in, copies, record=top)
