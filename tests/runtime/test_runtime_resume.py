@@ -4,7 +4,6 @@ import signal
 import subprocess
 import time
 
-import pytest
 
 import torch
 
