@@ -158,9 +158,17 @@ def load_for_inference(run_or_file: str | Path, which: str = "best",
 
     from .tokenizer import Tokenizers
 
-    state = load(resolve(run_or_file, which))
-    model = adl.build_from_spec(state["spec"])
-    model.load_state_dict(state["model"])
+    path = resolve(run_or_file, which)
+    state = load(path)
+    try:
+        model = adl.build_from_spec(state["spec"])
+    except adl.ADLError as exc:
+        raise CheckpointError(f"{path}: its model description does not build:\n{exc}") from None
+    try:
+        model.load_state_dict(state["model"])
+    except RuntimeError:
+        raise CheckpointError(f"{path}: its weights do not fit the model it describes (a "
+                              "checkpoint of another architecture, or a damaged one)") from None
     model.to(device).eval()
     return model, Tokenizers.from_state(state["tokenizer"])
 

@@ -1,11 +1,13 @@
 """Decoding through the model's incremental interface (``model.start`` / ``model.step``).
 
-``greedy`` decodes a padded batch; rows that have produced eos leave the batch
+``greedy`` and ``beam`` decode a padded batch; sentences that are done leave the batch
 (``memory.reorder`` / ``state.reorder``), so the cost follows the sentences still running.
-``translate`` goes from text to text in length-sorted batches. (Beam search will live here.)
+``translate`` goes from text to text in length-sorted batches.
 """
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Sequence
 
 import torch
@@ -51,6 +53,107 @@ def greedy(model, src: Tensor, src_words: Tensor | None = None,
     return out
 
 
+@dataclass
+class Hypothesis:
+    """One translation: its tokens (no bos/eos), the model's log-probability of them and of
+    the final eos, and that score with the length penalty (what the search ranks by)."""
+
+    tokens: list[int]
+    score: float
+    normalized: float
+
+
+def length_penalty(length: int, kind: str = "fairseq", alpha: float = 1.0) -> float:
+    """The divisor of a hypothesis' log-probability. ``fairseq``: length^α; ``gnmt``
+    (Wu et al. 2016): ((5 + length) / 6)^α; ``none``: 1. ``length`` counts the eos."""
+    if kind == "none" or alpha == 0:
+        return 1.0
+    if kind == "fairseq":
+        return float(length) ** alpha
+    if kind == "gnmt":
+        return ((5.0 + length) / 6.0) ** alpha
+    raise ValueError(f"unknown length penalty {kind!r}: fairseq, gnmt or none")
+
+
+@torch.no_grad()
+def beam(model, src: Tensor, size: int = 5, src_words: Tensor | None = None,
+         max_len: Tensor | int = 100, penalty: str = "fairseq", alpha: float = 1.0,
+         nbest: int = 1) -> list[list[Hypothesis]]:
+    """Beam search over each row of ``src`` (B, S): the ``nbest`` best hypotheses of each.
+
+    Every step scores the ``size`` live hypotheses of each sentence with one call to
+    ``model.step`` (the cache holds B × size rows), keeps the best ``size`` continuations,
+    and sets aside a hypothesis when it ends in eos (among the best ``size`` candidates).
+    A sentence is done when ``size`` hypotheses have finished (or at ``max_len`` tokens,
+    where only eos may follow); it then leaves the batch."""
+    length_penalty(1, penalty, alpha)          # an unknown penalty fails before any work
+    b, k = src.size(0), size
+    limit = (torch.full((b,), max_len, dtype=torch.long) if isinstance(max_len, int)
+             else max_len.long().cpu())
+    memory, state = model.start(src, src_words)
+    rows = torch.arange(b, device=src.device).repeat_interleave(k)
+    memory = memory.reorder(rows)              # k rows per sentence
+    state.reorder(rows)
+    live = list(range(b))                      # sentences still searching, in batch order
+    scores = torch.full((b, k), float("-inf"), device=src.device)
+    scores[:, 0] = 0.0                         # one hypothesis to start from, not k copies
+    prefixes: list[list[list[int]]] = [[[] for _ in range(k)] for _ in range(b)]
+    finished: list[list[Hypothesis]] = [[] for _ in range(b)]
+    tokens = torch.full((b * k,), BOS, dtype=torch.long, device=src.device)
+    for t in range(int(limit.max()) + 1):
+        logp = model.step(tokens, memory, state)                      # (n·k, V)
+        vocab = logp.size(-1)
+        logp[:, PAD] = float("-inf")
+        logp[:, BOS] = float("-inf")
+        at_limit = torch.tensor([t >= limit[n] for n in live], device=logp.device)
+        if bool(at_limit.any()):               # at the length limit only eos may follow
+            only_eos = torch.full_like(logp[0], float("-inf"))
+            only_eos[EOS] = 0.0
+            rows_at = at_limit.repeat_interleave(k)
+            logp[rows_at] = logp[rows_at] + only_eos
+        total = (scores.view(-1, 1) + logp).view(len(live), k * vocab)
+        best, index = total.topk(min(2 * k, k * vocab), dim=-1)
+        best, index = best.tolist(), index.tolist()
+        keep_rows, new_tokens, new_scores, still = [], [], [], []
+        for i, n in enumerate(live):
+            chosen = []
+            for rank, (value, flat) in enumerate(zip(best[i], index[i])):
+                if value == float("-inf"):
+                    break
+                beam_i, tok = divmod(flat, vocab)
+                if tok == EOS:
+                    if rank < k and len(finished[n]) < k:
+                        hyp = prefixes[n][beam_i]
+                        finished[n].append(Hypothesis(list(hyp), value, value / length_penalty(
+                            len(hyp) + 1, penalty, alpha)))
+                elif len(chosen) < k:
+                    chosen.append((beam_i, tok, value))
+                if len(chosen) == k:
+                    break
+            if len(finished[n]) >= k or not chosen:
+                continue                         # done: the sentence leaves the batch
+            while len(chosen) < k:               # fewer live continuations than beams
+                chosen.append((chosen[0][0], chosen[0][1], float("-inf")))
+            still.append(n)
+            prefixes[n] = [prefixes[n][bi] + [tok] for bi, tok, _ in chosen]
+            keep_rows += [i * k + bi for bi, _, _ in chosen]
+            new_tokens += [tok for _, tok, _ in chosen]
+            new_scores.append([v for _, _, v in chosen])
+        if not still:
+            break
+        keep = torch.tensor(keep_rows, dtype=torch.long, device=src.device)
+        memory = memory.reorder(keep)
+        state.reorder(keep)
+        tokens = torch.tensor(new_tokens, dtype=torch.long, device=src.device)
+        scores = torch.tensor(new_scores, device=src.device)
+        live = still
+    out = []
+    for n in range(b):
+        hyps = sorted(finished[n], key=lambda h: h.normalized, reverse=True)
+        out.append(hyps[:nbest])
+    return out
+
+
 def pad_batch(seqs: Sequence[Sequence[int]], device: torch.device | str = "cpu") -> Tensor:
     """Source token lists -> (B, S) with eos appended and padding."""
     width = max(len(s) for s in seqs) + 1
@@ -61,33 +164,65 @@ def pad_batch(seqs: Sequence[Sequence[int]], device: torch.device | str = "cpu")
     return src.to(device)
 
 
+@dataclass
+class SearchOptions:
+    """How to search: greedy (beam 1) or beam search, and how long a translation may be."""
+
+    beam: int = 1                 # hypotheses kept per sentence; 1: greedy
+    nbest: int = 1                # hypotheses returned per sentence (at most beam)
+    penalty: str = "fairseq"      # length penalty: fairseq (length^alpha), gnmt or none
+    alpha: float = 1.0            # the length penalty's exponent
+    len_a: float = 1.5            # at most len_a x source length + len_b target tokens
+    len_b: int = 10
+    max_tokens: int = 4096        # source tokens per batch (sentences x longest)
+
+
 @torch.no_grad()
-def translate_ids(model, tokenizers, src_ids: Sequence[Sequence[int]], *,
-                  max_tokens: int = 4096, len_a: float = 1.5, len_b: int = 10,
-                  device: torch.device | str = "cpu") -> list[list[int]]:
-    """Greedy translations (target ids) of tokenized sentences, in the given order."""
-    order = sorted(range(len(src_ids)), key=lambda i: len(src_ids[i]))
-    results: list[list[int]] = [[] for _ in src_ids]
+def search_ids(model, tokenizers, src_ids: Sequence[Sequence[int]],
+               options: SearchOptions = SearchOptions(), device: torch.device | str = "cpu",
+               progress=None) -> list[list[Hypothesis]]:
+    """The best hypotheses of tokenized sentences, in the given order (empty sentences get
+    one empty hypothesis). ``progress(n)`` is called with the sentences done so far."""
+    results: list[list[Hypothesis]] = [[Hypothesis([], 0.0, 0.0)] for _ in src_ids]
+    todo = [i for i in range(len(src_ids)) if len(src_ids[i])]
+    order = sorted(todo, key=lambda i: len(src_ids[i]))
     needs_words = getattr(model, "needs_src_words", False)
-    start = 0
+    width = options.beam
+    start, done = 0, len(src_ids) - len(todo)
     while start < len(order):
-        end = start + 1       # grow the batch while sentences x longest stays in max_tokens
-        while (end < len(order)
-               and (end - start + 1) * (len(src_ids[order[end]]) + 1) <= max_tokens):
+        end = start + 1  # grow the batch while sentences x beam x longest stays in max_tokens
+        while (end < len(order) and (end - start + 1) * width
+               * (len(src_ids[order[end]]) + 1) <= options.max_tokens):
             end += 1
         chunk = order[start:end]
         src = pad_batch([src_ids[i] for i in chunk], device)
         words = tokenizers.word_ids(src) if needs_words else None
         lengths = torch.tensor([len(src_ids[i]) for i in chunk], dtype=torch.float)
-        limit = (lengths * len_a + len_b).long().clamp_min(1)
-        for i, hyp in zip(chunk, greedy(model, src, words, limit)):
-            results[i] = hyp
+        limit = (lengths * options.len_a + options.len_b).long().clamp_min(1)
+        if options.beam == 1 and options.nbest == 1:
+            found = [[Hypothesis(h, math.nan, math.nan)] for h in greedy(model, src, words, limit)]
+        else:
+            found = beam(model, src, options.beam, words, limit, options.penalty,
+                         options.alpha, options.nbest)
+        for i, hyps in zip(chunk, found):
+            results[i] = hyps or [Hypothesis([], -math.inf, -math.inf)]
+        done += len(chunk)
+        if progress is not None:
+            progress(done)
         start = end
     return results
 
 
+def translate_ids(model, tokenizers, src_ids: Sequence[Sequence[int]], *,
+                  max_tokens: int = 4096, len_a: float = 1.5, len_b: int = 10,
+                  device: torch.device | str = "cpu", beam: int = 1) -> list[list[int]]:
+    """The best translation (target ids) of tokenized sentences, in the given order."""
+    options = SearchOptions(beam=beam, len_a=len_a, len_b=len_b, max_tokens=max_tokens)
+    return [hyps[0].tokens for hyps in search_ids(model, tokenizers, src_ids, options, device)]
+
+
 def translate(model, tokenizers, lines: Sequence[str], **options) -> list[str]:
-    """Greedy translations of raw sentences (sentencepiece in and out)."""
+    """Translations of raw sentences (sentencepiece in and out); greedy unless beam=k."""
     if not lines:
         return []
     ids = translate_ids(model, tokenizers, tokenizers.encode_src(lines), **options)
