@@ -154,6 +154,39 @@ def beam(model, src: Tensor, size: int = 5, src_words: Tensor | None = None,
     return out
 
 
+class FullRecompute:
+    """A model behind the same ``start``/``step`` interface without any cache: every step
+    runs a full forward pass over the whole prefix. The reference incremental decoding is
+    tested against, and the baseline bench/decode.py measures the cache against."""
+
+    def __init__(self, model):
+        self.model = model
+        self.needs_src_words = getattr(model, "needs_src_words", False)
+
+    class Rows:
+        def __init__(self, src: Tensor, words: Tensor | None):
+            self.src, self.words = src, words
+
+        def reorder(self, index: Tensor) -> "FullRecompute.Rows":
+            words = None if self.words is None else self.words.index_select(0, index)
+            return FullRecompute.Rows(self.src.index_select(0, index), words)
+
+    class Prefix:
+        def __init__(self, rows: int, device: torch.device):
+            self.tokens = torch.empty(rows, 0, dtype=torch.long, device=device)
+
+        def reorder(self, index: Tensor) -> None:
+            self.tokens = self.tokens.index_select(0, index)
+
+    def start(self, src: Tensor, src_words: Tensor | None = None):
+        return FullRecompute.Rows(src, src_words), FullRecompute.Prefix(src.size(0), src.device)
+
+    def step(self, tokens: Tensor, memory: "FullRecompute.Rows", state: "FullRecompute.Prefix"):
+        state.tokens = torch.cat([state.tokens, tokens.view(-1, 1)], 1)
+        logits = self.model(memory.src, state.tokens, memory.words)[:, -1]
+        return logits.log_softmax(-1)
+
+
 def pad_batch(seqs: Sequence[Sequence[int]], device: torch.device | str = "cpu") -> Tensor:
     """Source token lists -> (B, S) with eos appended and padding."""
     width = max(len(s) for s in seqs) + 1

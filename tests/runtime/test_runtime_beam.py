@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import adl
-from runtime.search import Hypothesis, beam, greedy, length_penalty, pad_batch
+from runtime.search import FullRecompute, Hypothesis, beam, greedy, length_penalty, pad_batch
 from runtime.tokenizer import BOS, EOS, PAD
 from runtime_helpers import DEC, ENC
 
@@ -33,39 +33,6 @@ def build(family, seed=0, vocab=30):
                          dropout=0.0).eval()
     return adl.build(enc, dec, src_vocab=vocab, tgt_vocab=vocab, d_model=32, heads=4,
                      dropout=0.0, length_ratio=1.0).eval()
-
-
-class FullRecompute:
-    """The model behind the same start/step interface, but every step runs a full forward
-    pass over the whole prefix: no cache at all."""
-
-    def __init__(self, model):
-        self.model = model
-        self.needs_src_words = model.needs_src_words
-
-    class Rows:
-        def __init__(self, src, words):
-            self.src, self.words = src, words
-
-        def reorder(self, index):
-            return FullRecompute.Rows(self.src.index_select(0, index),
-                                      None if self.words is None else self.words.index_select(0, index))
-
-    class Prefix:
-        def __init__(self, b):
-            self.tokens = torch.full((b, 1), BOS, dtype=torch.long)
-
-        def reorder(self, index):
-            self.tokens = self.tokens.index_select(0, index)
-
-    def start(self, src, src_words=None):
-        return FullRecompute.Rows(src, src_words), FullRecompute.Prefix(src.size(0))
-
-    def step(self, tokens, memory, state):
-        if state.tokens.size(1) > 1 or not torch.all(tokens == BOS):
-            state.tokens = torch.cat([state.tokens, tokens.view(-1, 1)], 1)
-        logits = self.model(memory.src, state.tokens, memory.words)[:, -1]
-        return logits.log_softmax(-1)
 
 
 def sources(n=5, seed=1, vocab=30):

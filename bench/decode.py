@@ -1,0 +1,115 @@
+"""Decoding speed: the incremental cache, greedy against beam search, and hard retrieval.
+
+    python bench/decode.py [--sentences 32] [--src-len 20] [--out-len 50] [--d 512]
+
+In one run, on the same random source sentences (the models are untrained; eos is barred so
+every sentence decodes exactly --out-len tokens, the length the comparison is about):
+  1. sentences/s of the Transformer (architectures/transformer.*.adl) with greedy search and
+     with beam 4, each through the layers' incremental cache and with full recomputation of
+     the prefix at every step (runtime.search.FullRecompute); the ratio cache / no cache
+     (goal >= 5 at output length 50);
+  2. sentences/s of the hard-retrieval decoder (Xu et al. 2020, hard decoder self- and
+     cross-attention, architectures/xu2020/hard_dec_self_cross.dec.adl) against the standard
+     decoder, same sizes, beam 4 (the paper reports 1.43x on a GPU).
+Each measurement is the median of --repeat runs, interleaved.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+import adl
+from runtime.search import FullRecompute, beam, greedy, pad_batch
+from runtime.tokenizer import EOS
+
+ROOT = Path(__file__).resolve().parent.parent
+ARCH = ROOT / "architectures"
+V = 8000
+
+
+class NoEos:
+    """A model whose eos is barred, so every hypothesis runs to the length limit."""
+
+    def __init__(self, model):
+        self.model = model
+        self.needs_src_words = False
+
+    def start(self, src, src_words=None):
+        return self.model.start(src, src_words)
+
+    def step(self, tokens, memory, state):
+        logp = self.model.step(tokens, memory, state)
+        logp[:, EOS] = float("-inf")
+        return logp
+
+
+def build(enc: str, dec: str, d: int, heads: int):
+    torch.manual_seed(0)
+    return adl.build(ARCH / enc, ARCH / dec, src_vocab=V, tgt_vocab=V, d_model=d,
+                     heads=heads, dropout=0.0).eval()
+
+
+def timed(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sentences", type=int, default=32)
+    ap.add_argument("--src-len", type=int, default=20)
+    ap.add_argument("--out-len", type=int, default=50)
+    ap.add_argument("--d", type=int, default=512)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    g = torch.Generator().manual_seed(0)
+    src = pad_batch(torch.randint(4, V, (args.sentences, args.src_len), generator=g).tolist())
+    n, L = args.sentences, args.out_len
+    print(f"{n} sentences of {args.src_len} tokens, {L} output tokens each, d={args.d}, "
+          f"{torch.get_num_threads()} threads, median of {args.repeat}")
+
+    base = build("transformer.enc.adl", "transformer.dec.adl", args.d, args.heads)
+    cached, full = NoEos(base), NoEos(FullRecompute(base))
+    with torch.no_grad():
+        greedy(cached, src[:2], max_len=5)     # warm up (first calls allocate)
+        runs = {
+            "greedy, cache": lambda: greedy(cached, src, max_len=L),
+            "greedy, no cache": lambda: greedy(full, src, max_len=L),
+            "beam 4, cache": lambda: beam(cached, src, 4, max_len=L),
+            "beam 4, no cache": lambda: beam(full, src, 4, max_len=L),
+        }
+        seconds = {name: timed(fn, args.repeat) for name, fn in runs.items()}
+    print("\nTransformer, the incremental cache:")
+    for name, s in seconds.items():
+        print(f"  {name:18s} {n / s:8.2f} sentences/s")
+    for search in ("greedy", "beam 4"):
+        ratio = seconds[f"{search}, no cache"] / seconds[f"{search}, cache"]
+        print(f"  {search}: cache / no cache = {ratio:.1f}x  (goal >= 5x at length {L})")
+
+    hard = NoEos(build("transformer.enc.adl", "xu2020/hard_dec_self_cross.dec.adl", args.d,
+                       args.heads))
+    with torch.no_grad():
+        pair = {"standard decoder": lambda: beam(cached, src, 4, max_len=L),
+                "hard retrieval decoder": lambda: beam(hard, src, 4, max_len=L)}
+        times: dict[str, list[float]] = {k: [] for k in pair}
+        for _ in range(args.repeat):           # interleaved
+            for name, fn in pair.items():
+                times[name].append(timed(fn, 1))
+    std, hrd = (statistics.median(times[k]) for k in pair)
+    print("\nXu et al. (2020): hard retrieval in decoder self- and cross-attention, beam 4:")
+    print(f"  standard decoder        {n / std:8.2f} sentences/s")
+    print(f"  hard retrieval decoder  {n / hrd:8.2f} sentences/s")
+    print(f"  speed-up {std / hrd:.2f}x  (paper: 1.43x on a GTX 1080 Ti)")
+
+
+if __name__ == "__main__":
+    main()
