@@ -3,6 +3,8 @@ attention and a run's learning curves become PNG files of the size asked for; ba
 one message and exit status 1."""
 import json
 import random
+import re
+import shlex
 import struct
 
 import pytest
@@ -10,7 +12,7 @@ import torch
 
 import runtime
 from adl import patterns
-from conftest import run_cli
+from conftest import ROOT, run_cli
 from runtime import viz
 from runtime.figures import Heatmap, curves_size, heatmap_size, pixels
 
@@ -207,3 +209,16 @@ def test_adl_viz_curves_bad_input(tmp_path):
     (tmp_path / "metrics.jsonl").write_text('{"split": "train", "st')          # cut by a kill
     code, _, err = run_cli("viz", "curves", str(tmp_path))
     assert code == 1 and "has no training loss or validation scores yet" in err
+
+
+def test_the_pattern_commands_of_the_docs_run_as_written(tmp_path, monkeypatch):
+    doc = (ROOT / "docs" / "runtime.md").read_text(encoding="utf-8")
+    block = re.search(r"## Pictures\n.*?```\n(.*?)```", doc, re.S).group(1)
+    lines = [line.split("  #")[0] for line in block.splitlines()
+             if line.startswith("adl viz pattern")]
+    assert len(lines) == 3
+    monkeypatch.chdir(tmp_path)
+    for line in lines:
+        code, out, err = run_cli(*shlex.split(line)[1:])
+        assert code == 0, (line, err)
+        assert png_size(tmp_path / out.strip())
