@@ -21,3 +21,7 @@ class CheckpointError(UserError):
 
 class TrainingStopped(UserError):
     """Training could not go on (e.g. K non-finite losses in a row)."""
+
+
+class VizError(UserError):
+    """Nothing to draw: a layer without a hard-coded pattern, a run without metrics, ..."""
