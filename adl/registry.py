@@ -54,6 +54,12 @@ class Hyper:
     def var_names(self) -> list[str]:
         return ["d_model", "heads", "dropout"] + [k for k, _ in self.vars]
 
+    def with_defaults(self, defaults: Iterable[tuple[str, Any]]) -> "Hyper":
+        """These variables' defaults (a file's ``$name = value``) under the ones set here."""
+        given = dict(self.vars)
+        merged = {**dict(defaults), **given}
+        return Hyper(self.d_model, self.heads, self.dropout, tuple(sorted(merged.items())))
+
 
 @dataclass(frozen=True)
 class In:

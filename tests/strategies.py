@@ -58,8 +58,12 @@ def definitions(draw):
     return ast.Definition(draw(names), tuple(ps), draw(chains))
 
 
+variables = st.builds(ast.Variable, names.filter(lambda n: n not in ("d_model", "heads", "dropout")),
+                      st.one_of(expressions, chains))
+
 files = st.builds(
     ast.File,
     st.lists(definitions(), max_size=3, unique_by=lambda d: d.name).map(tuple),
     st.one_of(st.none(), chains),
+    variables=st.lists(variables, max_size=2, unique_by=lambda v: v.name).map(tuple),
 )

@@ -192,3 +192,17 @@ def test_program_carries_canonical_text_and_signature():
     p = adl.check("# c\npos→repeat(6,res_nd(ffl))", role="encoder")
     assert p.canonical == "pos -> repeat(6, res_nd(ffl))\n"
     assert p.signature == adl.signature(adl.parse(p.canonical))
+
+
+def test_files_give_variables_defaults():
+    text = "$layers = 6\n$ff = 4 * $d_model\nt = res_nd(ffl($ff))\npos -> repeat($layers, t)"
+    net = adl.check(text, role="encoder", d_model=64).network
+    assert net.chain.nodes[1].args["count"] == 6
+    assert net.chain.find("ffl")[0].args["num_hidden"] == 256       # evaluated where used
+    net = adl.check(text, role="encoder", d_model=64, vars={"layers": 2, "ff": 100}).network
+    assert net.chain.nodes[1].args["count"] == 2                     # --var wins
+    assert net.chain.find("ffl")[0].args["num_hidden"] == 100
+    assert messages("$a = $b\n$b = $a\npos -> ff($a)") == [
+        "block parameters or variables refer to each other too deeply (a cycle?)"]
+    assert messages("$x = 1\n$x = 2\npos") == ["'$x' is given a default twice"]
+    assert messages("$heads = 2\npos") == ["'$heads' is a model setting, not a file's variable"]

@@ -75,6 +75,7 @@ def check_tree(tree: ast.File, source: Source, role: str | None = None,
                hyper: Hyper = Hyper(), source_d: int | None = None) -> Program:
     """Check every network of a parsed file; raises :class:`ADLError` with all errors."""
     networks = entries(tree, source, role)
+    hyper = hyper.with_defaults((v.name, v.value) for v in tree.variables)
     checker = Checker(tree, source, hyper, source_d)
     checked: dict[str, Network] = {}
     for r in (ENCODER, DECODER, JOINT):

@@ -46,7 +46,8 @@ class EvalError(Exception):
 def evaluate(value: ast.Value, scope: Scope, hyper: Hyper, depth: int = 0) -> Any:
     """A Python value (int, float, bool, str) or a :class:`ChainRef`."""
     if depth > 200:
-        raise EvalError("block parameters refer to each other too deeply", value.span)
+        raise EvalError("block parameters or variables refer to each other too deeply "
+                        "(a cycle?)", value.span)
     if isinstance(value, ast.Chain):
         name = value.bare_name()
         if name is not None and name in scope.params:
@@ -64,10 +65,10 @@ def evaluate(value: ast.Value, scope: Scope, hyper: Hyper, depth: int = 0) -> An
             hint = hint.replace("'", "'$", 1) if hint else \
                 f"set it with --var {value.name}=VALUE (or vars={{'{value.name}': ...}})"
             raise EvalError(f"unknown variable '${value.name}'", value.span, hint)
-        return _var(value.name, hyper)
+        return _var(value.name, hyper, depth)
     if isinstance(value, ast.NameRef):
         if value.name not in scope.params and value.name in hyper.var_names():
-            return _number(_var(value.name, hyper), value)
+            return _number(_var(value.name, hyper, depth), value)
         if value.name not in scope.params:
             hint = did_you_mean(value.name, scope.params)
             where = f"block '{scope.block}'" if scope.block else "this expression"
@@ -88,9 +89,16 @@ def evaluate(value: ast.Value, scope: Scope, hyper: Hyper, depth: int = 0) -> An
     raise TypeError(f"not a value: {value!r}")
 
 
-def _var(name: str, hyper: Hyper) -> Any:
+def _var(name: str, hyper: Hyper, depth: int = 0) -> Any:
+    """A variable's value: a number, a string, a chain, or a file default's expression
+    (``$ff = 4 * $d_model``), evaluated where it is used."""
     v = hyper.var(name)
-    return ChainRef(v, EMPTY) if isinstance(v, ast.Chain) else v
+    if isinstance(v, ast.Chain):
+        return ChainRef(v, EMPTY)
+    if isinstance(v, (ast.Int, ast.Float, ast.Bool, ast.String, ast.Var, ast.NameRef,
+                      ast.Negate, ast.BinOp)):
+        return evaluate(v, EMPTY, hyper, depth + 1)
+    return v
 
 
 def _number(v: Any, where: ast.Value) -> int | float:

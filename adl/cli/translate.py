@@ -65,7 +65,7 @@ def _options(args: argparse.Namespace):
 def _translate(args: argparse.Namespace, lines: list[str]):
     import runtime
     from runtime.distributed import pick_device
-    from runtime.translate import Counter, translate_lines
+    from runtime.inference import Counter, translate_lines
 
     options = _options(args)
     device = pick_device(args.device)
@@ -103,7 +103,7 @@ def _errors(fn):
 
 @_errors
 def run_translate(args: argparse.Namespace) -> int:
-    from runtime.translate import nbest_lines, read_lines
+    from runtime.inference import nbest_lines, read_lines
 
     _options(args)
     lines = read_lines(args.input)
@@ -118,7 +118,7 @@ def run_translate(args: argparse.Namespace) -> int:
 
 @_errors
 def run_eval(args: argparse.Namespace) -> int:
-    from runtime.translate import read_lines, report, score
+    from runtime.inference import read_lines, report, score
 
     from .common import UsageError
 

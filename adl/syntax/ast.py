@@ -145,12 +145,24 @@ class Definition:
 
 
 @dataclass(frozen=True)
+class Variable:
+    """``$name = value``: the value of ``$name`` unless the user sets it (``--var``)."""
+
+    name: str
+    value: "Value"
+    span: Span = _span()
+    name_span: Span = _span()
+
+
+@dataclass(frozen=True)
 class File:
-    """A whole ADL text: block definitions and at most one bare network chain."""
+    """A whole ADL text: variable defaults, block definitions and at most one bare network
+    chain."""
 
     definitions: tuple[Definition, ...] = ()
     network: Chain | None = None
     span: Span = _span()
+    variables: tuple[Variable, ...] = ()
 
     def definition(self, name: str) -> Definition | None:
         for d in self.definitions:

@@ -203,7 +203,18 @@ class _Builder:
     def file(self, tree: Tree) -> ast.File:
         definitions: list[ast.Definition] = []
         networks: list[ast.Chain] = []
+        variables: dict[str, ast.Variable] = {}
         for stmt in tree.children:
+            if stmt.data == "variable":
+                tok, value = stmt.children
+                var = ast.Variable(str(tok)[1:], self.value(value), _span(stmt), _span(tok))
+                if var.name in variables:
+                    self.fail(f"'${var.name}' is given a default twice", var.name_span)
+                elif var.name in ("d_model", "heads", "dropout"):
+                    self.fail(f"'${var.name}' is a model setting, not a file's variable",
+                              var.name_span, hint="set it with --d-model / --heads / --dropout")
+                variables[var.name] = var
+                continue
             chains = [self.chain(c) for c in stmt.children]
             if len(chains) == 1:
                 networks.append(chains[0])
@@ -233,7 +244,8 @@ class _Builder:
         if self.problems:
             raise ADLError(self.problems)
         network = networks[0] if networks else None
-        return ast.File(tuple(definitions), network, Span(0, len(self.source.text)))
+        return ast.File(tuple(definitions), network, Span(0, len(self.source.text)),
+                        tuple(variables.values()))
 
     def definition(self, lhs: ast.Chain, body: ast.Chain, span: Span) -> ast.Definition | None:
         if len(lhs.layers) != 1:

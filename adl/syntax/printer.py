@@ -1,6 +1,7 @@
 """Syntax tree -> canonical ADL text, and the architecture signature derived from it.
 
-Canonical text: definitions first, one per line, in source order, then the network chain;
+Canonical text: variable defaults, then definitions, one per line, in source order, then the
+network chain;
 ``a -> b`` with single spaces; ``name(pos, key=value)``; no comments. Printing is exact:
 ``parse(to_text(tree)) == tree`` for every tree the parser can produce.
 """
@@ -17,7 +18,8 @@ _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
 def to_text(node: ast.File | ast.Definition | ast.Chain | ast.Call | ast.Value) -> str:
     """Canonical text of any syntax node (a file ends with a newline)."""
     if isinstance(node, ast.File):
-        lines = [to_text(d) for d in node.definitions]
+        lines = [f"${v.name} = {to_text(v.value)}" for v in node.variables]
+        lines += [to_text(d) for d in node.definitions]
         if node.network is not None:
             lines.append(to_text(node.network))
         return "".join(line + "\n" for line in lines)
