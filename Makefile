@@ -16,9 +16,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# DEMO_ARGS: options of `adl demo` (e.g. --wheel FILE, --max-sentences N, --set KEY=VALUE)
 demo: $(STAMP)
-	$(BIN)/adl compile --summary architectures/transformer.enc.adl architectures/transformer.dec.adl
-	@echo "Training on the bundled corpus arrives with the runtime (adl train): see docs/."
+	$(BIN)/adl demo $(DEMO_ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

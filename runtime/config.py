@@ -82,6 +82,7 @@ class TrainConfig:
     accumulate: int = 1               # batches per update (gradient accumulation)
     max_steps: int = 100_000          # updates to run (0: no limit)
     max_epochs: int = 0               # passes over the training data (0: no limit)
+    max_minutes: float = 0.0          # stop (with a checkpoint) after this much training time (0: no limit)
     seed: int = 1                     # seeds the weights, dropout and batch order
     log_every: int = 100              # updates between training log lines
     valid_every: int = 1000           # updates between validations and checkpoints

@@ -49,7 +49,7 @@ class Summary:
 
     step: int                          # updates done
     epoch: float                       # epochs done (fractional)
-    reason: str                        # max_steps | max_epochs | early_stop | interrupted
+    reason: str                        # max_steps | max_epochs | max_minutes | early_stop | interrupted
     run_dir: Path
     last: Path | None = None           # checkpoints/last.pt
     best: Path | None = None           # checkpoints/best.pt (with validation)
@@ -303,6 +303,10 @@ class Trainer:
             return "max_steps"
         if t.max_epochs and self.stream.epoch_progress >= t.max_epochs:
             return "max_epochs"
+        if t.max_minutes and self.step > self._first_step:   # at least one update each run
+            over = time.monotonic() - self._started >= 60 * t.max_minutes
+            if distributed.agree(self.dist, True, over, self.device)[1]:  # ranks stop together
+                return "max_minutes"
         return None
 
     def run(self, on_step: STEP_CALLBACK | None = None) -> Summary:
@@ -310,9 +314,10 @@ class Trainer:
         progress = Progress(t.max_steps, start=self.step) if self.main else None
         self.console.progress = progress
         previous = self._install_signals()
+        self._started = started = time.monotonic()
+        self._first_step = self.step
         reason = self._finished()
         window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "time": time.monotonic(), "steps": 0}
-        started = time.monotonic()
         try:
             while reason is None:
                 batches = [next(self.stream) for _ in range(t.accumulate)]

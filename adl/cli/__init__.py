@@ -13,13 +13,14 @@ from ..errors import ADLError
 from . import average as average_cmd
 from . import compile as compile_cmd
 from . import data as data_cmd
+from . import demo as demo_cmd
 from . import train as train_cmd
 from . import translate as translate_cmd
 from . import viz as viz_cmd
 from .common import UsageError
 
 # Each command module has add_parser(subparsers) and run(args) -> int.
-COMMANDS = [compile_cmd, data_cmd, train_cmd, translate_cmd, average_cmd, viz_cmd]
+COMMANDS = [demo_cmd, compile_cmd, data_cmd, train_cmd, translate_cmd, average_cmd, viz_cmd]
 
 
 def parser() -> argparse.ArgumentParser:

@@ -16,6 +16,16 @@ from pathlib import Path
 from .common import UsageError
 
 
+def _presets() -> list[str]:
+    """The preset names, without importing the runtime (and torch) to print --help."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("runtime")
+    where = spec.submodule_search_locations if spec else None
+    return sorted(p.stem for p in Path(list(where)[0], "presets").glob("*.yaml")) if where else []
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train a model on parallel text",
                        description="Train an ADL model on plain-text parallel data, on CPU or "
@@ -30,8 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--valid-src", metavar="FILE", help="validation source file")
     p.add_argument("--valid-tgt", metavar="FILE", help="validation target file")
     p.add_argument("--preset", metavar="NAME|FILE",
-                   help="a preset of runtime/presets (tiny, iwslt_small, domhan2018, "
-                        "transformer_base, local_joint_iwslt) or a YAML file")
+                   help=f"a preset of runtime/presets ({', '.join(_presets())}) or a YAML file")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="sets",
                    help="change a setting (repeatable), e.g. --set optim.lr=1e-3 "
                         "--set max_steps=5000 --set model.vars.FF=1024")

@@ -92,6 +92,18 @@ def test_early_stopping_on_patience(tmp_path):
     assert summary.reason == "early_stop" and summary.step == 3
 
 
+def test_a_time_budget_stops_the_run_with_a_checkpoint(tmp_path):
+    paths = reverse_task(tmp_path / "data", train=200, valid=10)
+    config = runtime.configure(model_files(tmp_path), preset="tiny",
+                               train=(paths["train"] + ".src", paths["train"] + ".tgt"),
+                               valid=(paths["valid"] + ".src", paths["valid"] + ".tgt"),
+                               sets=["d_model=32", "max_tokens=256", "max_steps=100",
+                                     "valid_every=50", "train.max_minutes=1e-9"])
+    summary = runtime.train(config, tmp_path / "run")
+    assert summary.reason == "max_minutes" and summary.step == 1   # one update, then time is up
+    assert summary.last is not None and summary.last.is_file()
+
+
 def test_a_bad_adl_file_stops_before_anything_is_written(tmp_path):
     paths = reverse_task(tmp_path / "data", train=20, valid=5)
     enc, dec = model_files(tmp_path)
