@@ -10,12 +10,12 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
                    help="a run directory of adl train (or a checkpoint file)")
     p.add_argument("--checkpoint", default="best", metavar="WHICH",
                    help="best, last, average, or a file in RUN/checkpoints (default best)")
-    p.add_argument("--beam", type=int, default=5, metavar="K", help="beam size (1: greedy)")
+    p.add_argument("--beam", type=int, default=5, metavar="K", help="beam size (1: greedy; default 5)")
     p.add_argument("--batch-size", type=int, default=4096, metavar="TOKENS",
                    help="source tokens x beam per batch (default 4096)")
     p.add_argument("--length-penalty", default="fairseq", choices=("fairseq", "gnmt", "none"),
                    help="fairseq: score/length^alpha; gnmt: score/((5+length)/6)^alpha")
-    p.add_argument("--alpha", type=float, default=1.0, help="length penalty exponent")
+    p.add_argument("--alpha", type=float, default=1.0, help="length penalty exponent (default 1.0)")
     p.add_argument("--max-len-a", type=float, default=1.5, metavar="A",
                    help="at most A x source length + B tokens (default 1.5)")
     p.add_argument("--max-len-b", type=int, default=10, metavar="B", help="(default 10)")

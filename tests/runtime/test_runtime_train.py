@@ -80,26 +80,24 @@ def test_a_joint_model_trains(tmp_path):
     assert len(runtime.translate(model, tok, ["a b c"])) == 1
 
 
-def test_early_stopping_on_patience(tmp_path):
+def train_small(tmp_path, *sets: str) -> runtime.Summary:
+    """The tiny model for up to 100 updates on 200 reversed sentences, with ``sets``."""
     paths = reverse_task(tmp_path / "data", train=200, valid=10)
     config = runtime.configure(model_files(tmp_path), preset="tiny",
                                train=(paths["train"] + ".src", paths["train"] + ".tgt"),
                                valid=(paths["valid"] + ".src", paths["valid"] + ".tgt"),
-                               sets=["d_model=32", "max_tokens=256", "max_steps=100",
-                                     "valid_every=1", "optim.lr=1e-12", "best_metric=bleu",
-                                     "train.patience=2"])
-    summary = runtime.train(config, tmp_path / "run")
+                               sets=["d_model=32", "max_tokens=256", "max_steps=100", *sets])
+    return runtime.train(config, tmp_path / "run")
+
+
+def test_early_stopping_on_patience(tmp_path):
+    summary = train_small(tmp_path, "valid_every=1", "optim.lr=1e-12", "best_metric=bleu",
+                          "train.patience=2")
     assert summary.reason == "early_stop" and summary.step == 3
 
 
 def test_a_time_budget_stops_the_run_with_a_checkpoint(tmp_path):
-    paths = reverse_task(tmp_path / "data", train=200, valid=10)
-    config = runtime.configure(model_files(tmp_path), preset="tiny",
-                               train=(paths["train"] + ".src", paths["train"] + ".tgt"),
-                               valid=(paths["valid"] + ".src", paths["valid"] + ".tgt"),
-                               sets=["d_model=32", "max_tokens=256", "max_steps=100",
-                                     "valid_every=50", "train.max_minutes=1e-9"])
-    summary = runtime.train(config, tmp_path / "run")
+    summary = train_small(tmp_path, "valid_every=50", "train.max_minutes=1e-9")
     assert summary.reason == "max_minutes" and summary.step == 1   # one update, then time is up
     assert summary.last is not None and summary.last.is_file()
 
