@@ -73,7 +73,8 @@ def test_beam_1_is_greedy(family):
 
 def sequence_logprob(model, src_row, tokens):
     tgt = torch.tensor([[BOS] + tokens])
-    logp = model(src_row.unsqueeze(0), tgt).log_softmax(-1)[0]
+    with torch.no_grad():
+        logp = model(src_row.unsqueeze(0), tgt).log_softmax(-1)[0]
     full = tokens + [EOS]
     return sum(float(logp[i, t]) for i, t in enumerate(full))
 
