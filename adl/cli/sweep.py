@@ -1,0 +1,88 @@
+"""``adl sweep``: a paper's comparison as one command (the runtime does the work).
+
+adl sweep SPEC.yaml [--out DIR] [--jobs N]      train what is not finished, write the table
+adl sweep you2020                                a bundled spec (runtime/sweeps/)
+adl sweep SPEC.yaml --check                      check the spec, say what would run
+adl sweep SPEC.yaml --status  (or a sweep folder)  which runs are done, running, failed, why
+adl sweep SPEC.yaml --executor slurm --slurm partition=dev --slurm gpus_per_node=1
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import UsageError
+
+ENGINES = ("local", "slurm", "submitit-local")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="train and compare several systems over seeds (a paper's table)",
+        description="Train every (system, seed) of a sweep spec that is not finished yet, "
+        "then write the table (results.md, .csv, .json) with BLEU and chrF over seeds, a "
+        "paired significance test against the baseline and the cost columns, and pictures "
+        "(docs/experiments.md).",
+    )
+    p.add_argument(
+        "spec",
+        metavar="SPEC",
+        help="a spec file, a bundled spec's name (you2020, xu2020, ...), or a sweep folder",
+    )
+    p.add_argument("--out", metavar="DIR", help="the sweep folder (default runs/sweeps/NAME)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="runs at once (default 1)")
+    p.add_argument(
+        "--executor",
+        choices=ENGINES,
+        default="local",
+        help="local processes (default), Slurm through submitit, or submitit's local executor",
+    )
+    p.add_argument(
+        "--slurm",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a submitit/Slurm option (repeatable), e.g. partition=dev, gpus_per_node=1, "
+        "timeout_min=600",
+    )
+    what = p.add_mutually_exclusive_group()
+    what.add_argument(
+        "--status", action="store_true", help="show which runs are done, running, failed, why"
+    )
+    what.add_argument(
+        "--check", action="store_true", help="check the spec and say what would run; train nothing"
+    )
+    p.set_defaults(run=run)
+
+
+def _slurm(items: list[str]) -> dict:
+    import yaml
+
+    options = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise UsageError(f"--slurm takes KEY=VALUE, not {item!r}")
+        try:
+            options[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            options[key.strip()] = value
+    return options
+
+
+def run(args: argparse.Namespace) -> int:
+    from adl.runtime import sweep
+
+    if args.status:
+        print(sweep.status(args.spec, args.out).render(), end="")
+        return 0
+    sweep.sweep(
+        args.spec,
+        args.out,
+        jobs=args.jobs,
+        executor=args.executor,
+        slurm=_slurm(args.slurm),
+        check=args.check,
+    )
+    return 0

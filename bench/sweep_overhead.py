@@ -1,0 +1,106 @@
+"""The overhead of ``adl sweep`` beyond its runs, as a share of the runs' own time.
+
+    python bench/sweep_overhead.py [--steps 400] [--d-model 128] [--jobs 1] [--keep DIR]
+
+A sweep of 2 systems x 2 seeds on a synthetic task (letter sentences and their reversal,
+4,000 pairs, made here) through ``adl.runtime.sweep.sweep`` with the local engine, one CPU
+thread a run (so that a busy machine slows every part alike). Each job
+measures its own time inside its process (training and decoding the test set, from the
+moment the job starts to its end); the sweep's wall time includes everything around them:
+checking the spec and planning, hashing the data, starting a fresh process per job (spawn,
+importing torch and adl), and the table (scores, the paired significance test, pictures).
+Printed: the runs' own time, the sweep's wall time, the overhead as a ratio of the runs'
+time, and where it goes (the spec check and the table are timed again on their own; the rest
+is starting the jobs' processes). With --jobs N the runs' time is divided by N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import random
+import tempfile
+import time
+from pathlib import Path
+
+from adl.runtime import sweep
+from adl.runtime.sweep.table import build, write
+
+LETTERS = list("abcdefghijklmnopqrst")
+ENC = "pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(ffl)) -> norm\n"
+DEC = "pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) -> res_nd(ffl)) -> norm\n"
+RNN = "pos -> repeat(2, res_nd(rnn) -> res_nd(mh_dot_src_att) -> res_nd(ffl)) -> norm\n"
+
+
+def task(folder: Path, steps: int, d_model: int) -> Path:
+    rng = random.Random(0)
+    for name, n in (("train", 4000), ("valid", 100), ("test", 200)):
+        with open(folder / f"{name}.src", "w") as fs, open(folder / f"{name}.tgt", "w") as ft:
+            for _ in range(n):
+                words = [rng.choice(LETTERS) for _ in range(rng.randint(4, 12))]
+                fs.write(" ".join(words) + "\n")
+                ft.write(" ".join(reversed(words)) + "\n")
+    (folder / "att.enc.adl").write_text(ENC)
+    (folder / "att.dec.adl").write_text(DEC)
+    (folder / "rnn.dec.adl").write_text(RNN)
+    spec = folder / "spec.yaml"
+    spec.write_text(
+        f"""name: overhead
+data: {{train: train, valid: valid, test: test, langs: [src, tgt]}}
+preset: tiny
+budget: {{steps: {steps}}}
+settings:
+  model.d_model: {d_model}
+  train: {{max_tokens: 1024, valid_every: {max(steps // 4, 1)}, log_every: 50, threads: 1}}
+seeds: [1, 2]
+baseline: ATT
+decode: {{beam: 4}}
+systems:
+  - name: ATT
+    files: [att.enc.adl, att.dec.adl]
+  - name: RNN
+    files: [att.enc.adl, rnn.dec.adl]
+"""
+    )
+    return spec
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--steps", type=int, default=400, help="updates per run (400)")
+    p.add_argument("--d-model", type=int, default=128, help="model size (128)")
+    p.add_argument("--jobs", type=int, default=1, help="runs at once (1)")
+    p.add_argument("--keep", metavar="DIR", help="make the sweep in DIR (default: a temp dir)")
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(args.keep) if args.keep else Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        spec = task(folder, args.steps, args.d_model)
+        result = sweep.sweep(spec, folder / "sweep", jobs=args.jobs, stream=io.StringIO())
+        runs = result.job_seconds / args.jobs
+        overhead = result.seconds - runs
+        # the parts that run in this process, timed again on their own
+        t0 = time.perf_counter()
+        _spec, plan = sweep.load(spec, folder / "sweep")
+        t1 = time.perf_counter()
+        write(build(plan))
+        t2 = time.perf_counter()
+    check, table = t1 - t0, t2 - t1
+    print(
+        f"sweep of 2 systems x 2 seeds, {args.steps} updates each at d_model {args.d_model}, "
+        f"{args.jobs} at once ({result.ran} jobs)"
+    )
+    print(f"  the runs' own time (training + decoding, inside their processes): {runs:8.1f} s")
+    print(
+        f"  the sweep's wall time:                                             {result.seconds:8.1f} s"
+    )
+    print(f"  overhead: {overhead:.1f} s = {overhead / runs:.3f} x the runs' time")
+    print(
+        f"    spec check and plan {check:.2f} s; table, significance test and pictures "
+        f"{table:.2f} s; starting {result.ran} job processes and the rest "
+        f"{overhead - check - table:.2f} s ({(overhead - check - table) / max(result.ran, 1):.2f} s a job)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""YAML read with the line and column of every value, for messages that point into the file.
+
+``load(text, name)`` composes the document with pyyaml (``yaml.compose`` keeps each node's
+start mark) and builds plain Python values from it with pyyaml's safe constructor, so scalars
+mean what ``yaml.safe_load`` says they mean. Mappings become :class:`Map` and sequences
+:class:`Seq`: a ``dict`` and a ``list`` that also remember where each key, value and item
+stands. A key written twice is a :class:`Problem` (``safe_load`` silently keeps the last).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A place in a file: 1-based line and column."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One error in a file, rendered ``file:line:col: error: message``, then the hint line
+    and the detail (e.g. the ADL compiler's messages), indented."""
+
+    mark: Mark
+    message: str
+    hint: str = ""
+    detail: str = ""
+
+    def render(self) -> str:
+        text = f"{self.mark}: error: {self.message}"
+        if self.hint:
+            text += f"\nhint: {self.hint}"
+        if self.detail:
+            text += "\n" + "\n".join("  " + line for line in self.detail.splitlines())
+        return text
+
+
+class Map(dict):
+    """A YAML mapping: a dict whose keys and values keep their marks."""
+
+    mark: Mark
+    key_marks: dict[Any, Mark]
+    value_marks: dict[Any, Mark]
+
+    def key_mark(self, key: Any) -> Mark:
+        return self.key_marks.get(key, self.mark)
+
+    def value_mark(self, key: Any) -> Mark:
+        return self.value_marks.get(key, self.mark)
+
+
+class Seq(list):
+    """A YAML sequence: a list whose items keep their marks."""
+
+    mark: Mark
+    item_marks: list[Mark]
+
+    def item_mark(self, index: int) -> Mark:
+        return self.item_marks[index] if index < len(self.item_marks) else self.mark
+
+
+def _mark(node: yaml.Node, name: str) -> Mark:
+    return Mark(name, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def load(text: str, name: str) -> tuple[Any, list[Problem]]:
+    """The document's value (``None`` for an empty one) and the problems found building it.
+    Raises :class:`yaml.YAMLError` for text that is not YAML."""
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+    finally:
+        loader.dispose()
+    problems: list[Problem] = []
+    if root is None:
+        return None, problems
+    return _build(root, loader, name, problems), problems
+
+
+def _build(node: yaml.Node, loader: yaml.SafeLoader, name: str, problems: list[Problem]) -> Any:
+    mark = _mark(node, name)
+    if isinstance(node, yaml.MappingNode):
+        loader.flatten_mapping(node)  # merge keys (<<: *anchor)
+        out = Map()
+        out.mark, out.key_marks, out.value_marks = mark, {}, {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            if isinstance(key, (list, dict)):
+                problems.append(Problem(_mark(key_node, name), "a key must be a plain name"))
+                continue
+            if key in out:
+                problems.append(
+                    Problem(
+                        _mark(key_node, name),
+                        f"'{key}' is given twice (first on line {out.key_marks[key].line})",
+                    )
+                )
+                continue
+            out[key] = _build(value_node, loader, name, problems)
+            out.key_marks[key] = _mark(key_node, name)
+            out.value_marks[key] = _mark(value_node, name)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        seq = Seq(_build(item, loader, name, problems) for item in node.value)
+        seq.mark, seq.item_marks = mark, [_mark(item, name) for item in node.value]
+        return seq
+    return loader.construct_object(node, deep=True)
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """``did you mean 'x'?`` for the closest of ``known``, or ''."""
+    by_lower = {str(k).lower(): str(k) for k in known}
+    close = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1, cutoff=0.6)
+    return f"did you mean '{by_lower[close[0]]}'?" if close else ""

@@ -1,0 +1,192 @@
+"""adl sweep end to end on a tiny task: two systems (and a decoding variant) x two seeds write
+the table, the pictures and ordinary run folders; a sweep killed mid-run finishes when run
+again, without training a finished run twice; a spec changed under finished runs is refused."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from runtime_helpers import WORDS, adl_command, env
+
+from adl.runtime import sweep
+from adl.runtime.rundir import RunDir
+from adl.runtime.sweep.table import COLUMNS
+
+ENC = "pos -> res_nd(mh_dot_self_att) -> res_nd(ffl) -> norm\n"
+DEC = "pos -> res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) -> res_nd(ffl) -> norm\n"
+RNN = "pos -> res_nd(rnn) -> res_nd(mh_dot_src_att) -> res_nd(ffl) -> norm\n"
+
+
+def tiny_task(folder: Path, steps: int = 20, valid_every: int = 10) -> Path:
+    """Letter sentences and their reversal, two tiny models, and a spec over them."""
+    rng = random.Random(0)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, n in (("train", 300), ("valid", 20), ("test", 24)):
+        with open(folder / f"{name}.src", "w") as fs, open(folder / f"{name}.tgt", "w") as ft:
+            for _ in range(n):
+                words = [rng.choice(WORDS) for _ in range(rng.randint(3, 6))]
+                fs.write(" ".join(words) + "\n")
+                ft.write(" ".join(reversed(words)) + "\n")
+    (folder / "att.enc.adl").write_text(ENC)
+    (folder / "att.dec.adl").write_text(DEC)
+    (folder / "rnn.dec.adl").write_text(RNN)
+    spec = folder / "spec.yaml"
+    spec.write_text(
+        f"""name: tiny
+data: {{train: train, valid: valid, test: test, langs: [src, tgt]}}
+preset: tiny
+budget: {{steps: {steps}}}
+settings:
+  model.d_model: 32
+  train: {{max_tokens: 256, valid_every: {valid_every}, log_every: 5, bleu: false, threads: 1}}
+seeds: [1, 2]
+baseline: ATT
+decode: {{beam: 2}}
+systems:
+  - name: ATT
+    files: [att.enc.adl, att.dec.adl]
+  - name: RNN
+    files: [att.enc.adl, rnn.dec.adl]
+  - name: ATT-hard
+    decode_of: ATT
+    decode: {{beam: 1, decode_attention: hard}}
+""",
+        encoding="utf-8",
+    )
+    return spec
+
+
+def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path):
+    spec = tiny_task(tmp_path / "task")
+    out = tmp_path / "sweep"
+    log = io.StringIO()
+    result = sweep.sweep(spec, out, jobs=2, stream=log)
+    assert result.ran == 4 and not result.failed  # 2 trained systems x 2 seeds
+
+    with open(out / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert tuple(rows[0]) == COLUMNS
+    assert [r["system"] for r in rows] == ["ATT", "RNN", "ATT-hard"]
+    base, rnn, greedy = rows
+    assert base["baseline"] == "True" and base["p_bleu"] == ""  # no test against itself
+    for row in (rnn, greedy):
+        assert row["seeds"] == "2"
+        assert 0 < float(row["p_bleu"]) <= 1 and 0 < float(row["p_chrf"]) <= 1
+        for key in ("bleu_mean", "chrf_mean", "bleu_std", "delta_chrf"):
+            float(row[key])
+    for row in rows:
+        assert int(row["parameters"]) > 0
+        assert float(row["train_tokens_per_s"]) > 0
+        assert float(row["decode_sentences_per_s"]) > 0
+        assert float(row["train_peak_mib"]) > 0
+    # a decoding variant is the same model: its parameters and training cost are the base's
+    assert greedy["parameters"] == base["parameters"]
+    assert greedy["train_tokens_per_s"] == base["train_tokens_per_s"]
+    assert rnn["parameters"] != base["parameters"]
+
+    md = (out / "results.md").read_text()
+    assert "| system | seeds | BLEU | chrF | Δ BLEU | p | Δ chrF | p | parameters |" in md
+    assert "nrefs:1|case:mixed" in md and "paired bootstrap (sacrebleu bs:1000" in md
+    assert md in log.getvalue()  # printed at the end
+    table = json.loads((out / "results.json").read_text())
+    assert table["baseline"] == "ATT" and table["seeds"] == [1, 2]
+    assert set(table["systems"][1]["runs"]) == {"1", "2"}
+    for name in ("bleu.png", "bleu_speed.png"):
+        assert (out / "pictures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    for system in ("ATT", "RNN"):  # ordinary run folders, as adl train --out makes
+        for seed in (1, 2):
+            run = RunDir(out / system / f"seed-{seed}")
+            assert run.config.is_file() and run.last.is_file() and run.tokenizer.is_dir()
+            assert f"seed: {seed}" in run.config.read_text()
+            hyps = (run.root / "test.hyp").read_text().splitlines()
+            assert len(hyps) == 24
+    assert (out / "ATT-hard" / "seed-1" / "test.hyp").is_file()
+
+    status = sweep.status(out)
+    assert [r.state for r in status.runs] == ["done"] * 6
+    code, text, _ = run_cli("sweep", str(out), "--status")
+    assert code == 0 and "6 runs: 6 done" in text and "ATT-hard" in text
+
+    # run again: nothing is trained, the table is the same
+    again = sweep.sweep(spec, out, jobs=2, stream=io.StringIO())
+    assert again.ran == 0 and (out / "results.csv").read_text().splitlines()[0] == ",".join(COLUMNS)
+
+    # a changed spec under finished runs is refused before anything trains
+    spec.write_text(spec.read_text().replace("model.d_model: 32", "model.d_model: 48"))
+    with pytest.raises(sweep.SpecError) as err:
+        sweep.sweep(spec, out, stream=io.StringIO())
+    assert "model.d_model: 32 -> 48" in str(err.value)
+    assert "spec.yaml:12:5: error: system 'ATT', seed 1:" in str(err.value)
+
+
+def _last_reaches(run: RunDir, step: int) -> bool:
+    try:
+        inode = run.last.stat().st_ino
+        return any(s >= step and p.stat().st_ino == inode for s, p in run.step_files().items())
+    except FileNotFoundError:
+        return False
+
+
+def test_a_killed_sweep_finishes_without_training_twice(tmp_path):
+    spec = tiny_task(tmp_path / "task", steps=200, valid_every=10)
+    spec.write_text(spec.read_text().replace("seeds: [1, 2]", "seeds: [1]"))
+    out = tmp_path / "sweep"
+    first, second = RunDir(out / "ATT" / "seed-1"), RunDir(out / "RNN" / "seed-1")
+    child = subprocess.Popen(
+        adl_command("sweep", str(spec), "--out", str(out), "--jobs", "1"),
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: kill the sweep and its jobs
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not _last_reaches(second, 10):  # ATT is done; RNN has a checkpoint
+            assert child.poll() is None, "the sweep ended before it could be killed"
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        os.killpg(child.pid, signal.SIGKILL)
+    finally:
+        child.wait()
+    assert not (second.root / "result.json").exists()
+    kept = {p.name: p.stat().st_mtime_ns for p in first.checkpoints.iterdir()}
+    kept_result = (first.root / "result.json").read_text()
+    deadline = time.monotonic() + 30  # SIGKILL takes a moment to end the job's process
+    while {(r.system, r.state) for r in sweep.status(out).runs} != {
+        ("ATT", "done"),
+        ("ATT-hard", "done"),
+        ("RNN", "stopped"),
+    }:
+        assert time.monotonic() < deadline, sweep.status(out).render()
+        time.sleep(0.05)
+
+    result = sweep.sweep(spec, out, stream=io.StringIO())
+    assert result.ran == 1 and not result.failed  # only the killed run
+    assert {p.name: p.stat().st_mtime_ns for p in first.checkpoints.iterdir()} == kept
+    assert (first.root / "result.json").read_text() == kept_result
+    log = second.log.read_text()
+    assert "resuming in" in log and "from step" in log
+    assert "done (max steps) at step 200" in log
+    assert [r.state for r in sweep.status(out).runs] == ["done"] * 3
+
+
+@pytest.mark.slow
+def test_submitit_local_executor(tmp_path):
+    spec = tiny_task(tmp_path / "task", steps=10)
+    out = tmp_path / "sweep"
+    result = sweep.sweep(spec, out, executor="submitit-local", stream=io.StringIO(), poll=0.2)
+    assert result.ran == 4 and not result.failed
+    assert list((out / "jobs").iterdir())  # submitit's own logs
+    with open(out / "results.csv") as f:
+        assert len(list(csv.DictReader(f))) == 3

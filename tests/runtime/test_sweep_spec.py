@@ -1,0 +1,240 @@
+"""Sweep specs: every problem at once with file, line and column, before anything trains; the
+bundled specs check; the measurement of training throughput; the paired significance test."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, run_cli
+
+from adl.runtime import sweep
+from adl.runtime.sweep import measure
+from adl.runtime.sweep.located import load
+from adl.runtime.sweep.plan import data_files
+from adl.runtime.sweep.significance import paired_test
+from adl.runtime.sweep.spec import DATA_KEYS, SYSTEM_KEYS, TOP_KEYS, decode_keys
+
+ENC = "pos -> res_nd(mh_dot_self_att) -> res_nd(ffl) -> norm\n"
+DEC = "pos -> res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) -> res_nd(ffl) -> norm\n"
+
+
+def files(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "valid", "test"):
+        for lang in ("src", "tgt"):
+            (folder / f"{split}.{lang}").write_text("a b c\n")
+    (folder / "a.enc.adl").write_text(ENC)
+    (folder / "a.dec.adl").write_text(DEC)
+    (folder / "typo.dec.adl").write_text(DEC.replace("ffl", "fft"))
+
+
+GOOD = """name: ok
+data: {train: train, valid: valid, test: test, langs: [src, tgt]}
+preset: tiny
+budget: {steps: 10}
+seeds: 2
+baseline: A
+systems:
+  - name: A
+    files: [a.enc.adl, a.dec.adl]
+"""
+
+BAD = """name: bad
+data: {train: train, valid: valid, test: tset, langs: [src, tgt]}
+preset: tiyn
+budget: {stesp: 10}
+settings:
+  optim.lrr: 0.1
+  train.seed: 3
+seeds: [1, 1]
+baseline: BASE
+decode: {beam: 0}
+sytems: []
+systems:
+  - name: A
+    files: [a.enc.adl, missing.dec.adl]
+  - name: A
+    files: [a.enc.adl, a.dec.adl]
+  - name: V
+    decode_of: X
+    files: [a.enc.adl]
+"""
+
+
+def check(folder: Path, text: str) -> str:
+    spec = folder / "spec.yaml"
+    spec.write_text(text)
+    with pytest.raises(sweep.SpecError) as err:
+        sweep.sweep(spec, folder / "out", check=True)
+    assert not (folder / "out").exists()  # nothing was made
+    return str(err.value)
+
+
+def test_every_problem_at_once_with_file_and_line(tmp_path):
+    files(tmp_path)
+    message = check(tmp_path, BAD)
+    at = f"{tmp_path / 'spec.yaml'}:"
+    expected = [
+        f"{at}2:42: error: data: test: no such file {tmp_path / 'tset.src'} or",
+        f"{at}3:9: error: unknown preset 'tiyn' (did you mean 'tiny'?)",
+        f"{at}4:10: error: unknown key 'stesp' in budget\nhint: did you mean 'steps'?",
+        f"{at}6:3: error: settings: unknown setting 'optim.lrr' (did you mean 'optim.lr'?)",
+        f"{at}7:3: error: settings: train.seed is set by the spec's seeds:",
+        f"{at}8:12: error: seed 1 is given twice",
+        f"{at}9:11: error: baseline 'BASE' is not one of the systems (A, V)",
+        f"{at}10:16: error: decode: beam takes an integer of at least 1, not 0",
+        f"{at}11:1: error: unknown key 'sytems' in the spec\nhint: did you mean 'systems'?",
+        f"{at}14:24: error: system 'A': no such file missing.dec.adl",
+        f"{at}15:11: error: system 'A' is defined twice (first on line 13)",
+        f"{at}18:16: error: decode_of: no system 'X'",
+        f"{at}19:5: error: system 'V' decodes the runs of another system",
+    ]
+    for line in expected:
+        assert line in message, line
+    assert message.startswith(f"{tmp_path / 'spec.yaml'}: 13 errors, nothing was trained\n")
+    # the CLI prints the same, exit 1
+    code, _, err = run_cli("sweep", str(tmp_path / "spec.yaml"), "--check")
+    assert code == 1 and "adl sweep: error: " in err and "13 errors" in err
+
+
+def test_files_that_do_not_check_show_the_compiler_message(tmp_path):
+    files(tmp_path)
+    text = GOOD.replace("a.dec.adl]", "typo.dec.adl]").replace("seeds: 2", "seeds: 2\nvars: {n: 2}")
+    message = check(tmp_path, text)
+    assert f"{tmp_path / 'spec.yaml'}:9:5: error: system 'A': its model does not check:" in message
+    assert "typo.dec.adl:1:68: error: unknown layer 'fft'" in message
+    assert "hint: did you mean 'ffl'?" in message
+
+
+def test_yaml_errors_and_missing_parts(tmp_path):
+    files(tmp_path)
+    assert ":3:6: error: not valid YAML" in check(tmp_path, "name: x\nbudget: {steps: 1\nseeds: [")
+    message = check(tmp_path, "name: x\n")
+    for part in ("no budget", "no systems", "no baseline"):
+        assert part in message
+    assert "'preset' is given twice (first on line 3)" in check(
+        tmp_path, GOOD.replace("preset: tiny\n", "preset: tiny\npreset: demo\n")
+    )
+
+
+def test_a_good_spec_plans_its_runs(tmp_path):
+    files(tmp_path)
+    (tmp_path / "spec.yaml").write_text(
+        GOOD
+        + "  - name: A-greedy\n    decode_of: A\n    decode: {beam: 1}\n"
+        + "settings:\n  optim: {lr: 1e-3}\n  max_tokens: 512\n"
+    )
+    spec, plan = sweep.load(tmp_path / "spec.yaml", tmp_path / "out")
+    assert spec.seeds == [1, 2] and spec.decode == {"beam": 4}
+    assert [(r.system, r.seed) for r in plan.runs] == [("A", 1), ("A", 2)]
+    run = plan.runs[1]
+    assert run.config.train.seed == 2 and run.config.train.max_steps == 10
+    assert run.config.optim.lr == 1e-3 and run.config.train.max_tokens == 512
+    assert [(d.system, d.options) for d in run.decodings] == [
+        ("A", {"beam": 4}),
+        ("A-greedy", {"beam": 1}),
+    ]
+    assert run.decodings[1].folder == tmp_path / "out" / "A-greedy" / "seed-2"
+
+
+@pytest.mark.parametrize("name", sweep.bundled())
+def test_bundled_specs_check(name):
+    spec, plan = sweep.load(name, "/nonexistent/out")
+    assert spec.baseline in [s.name for s in spec.systems]
+    assert len(plan.runs) == len(spec.seeds) * sum(s.trained for s in spec.systems)
+    assert data_files(spec).bible  # the default corpus
+
+
+def test_bundled_specs_are_the_papers():
+    assert {"you2020", "xu2020", "raganato2020", "domhan2018", "fonollosa2019"} <= set(
+        sweep.bundled()
+    )
+    you, _ = sweep.load("you2020", "/nonexistent/out")
+    assert [s.name for s in you.systems] == ["BASE", "HC-SA", "HC-ALL", "SH-X"]
+    assert len(you.seeds) >= 3
+
+
+def test_docs_list_every_spec_key_and_bundled_spec():
+    text = (ROOT / "docs" / "experiments.md").read_text()
+    for key in (*TOP_KEYS, *SYSTEM_KEYS, *DATA_KEYS, *decode_keys(), "steps", "minutes"):
+        assert f"`{key}" in text, key
+    rows = set(re.findall(r"^\| `(\w+)` \| ", text, re.M))
+    assert set(sweep.bundled()) <= rows
+
+
+def test_located_yaml_keeps_lines():
+    value, problems = load("a: 1\nb:\n  - x: 1e-3\n  - 2\n", "f.yaml")
+    assert value == {"a": 1, "b": [{"x": "1e-3"}, 2]} and not problems
+    assert str(value.key_mark("b")) == "f.yaml:2:1"
+    assert str(value["b"].item_mark(1)) == "f.yaml:4:5"
+    assert str(value["b"][0].value_mark("x")) == "f.yaml:3:8"
+
+
+# --- measuring ---------------------------------------------------------------------------------
+class FakeBatch:
+    def __init__(self, tokens: int):
+        self.tgt_tokens = tokens
+
+
+def test_throughput_leaves_out_setup_validation_and_checkpoints(monkeypatch):
+    """Updates take 1 s for 100 tokens; set-up takes 5 s and each checkpoint (after steps 3
+    and 6) 10 s more: the meter reports 100 tokens/s, not less."""
+    clock = iter([0.0, 5.0, 6.0, 7.0, 18.0, 19.0, 20.0, 31.0])  # t0, then after steps 1..7
+    monkeypatch.setattr(measure.time, "perf_counter", lambda: next(clock))
+    saved = []
+    meter = measure.Meter(3, {}, saved.append)
+    for step in range(1, 8):
+        meter(step, [FakeBatch(60), FakeBatch(40)])
+    # counted: steps 2, 3 (after 1, 2), 5, 6 (after 4, 5): 4 updates of 1 s
+    assert meter.tokens == 400 and meter.seconds == 4.0 and meter.tokens_per_s == 100.0
+    assert [s["step"] for s in saved] == [3, 6]
+    assert saved[0]["tokens"] == 200 and saved[0]["elapsed"] == 7.0
+
+
+def test_a_resume_continues_from_its_checkpoints_snapshot():
+    snaps = [{"step": 20, "tokens": 1}, {"step": 40, "tokens": 2}, {"step": 60, "tokens": 3}]
+    assert measure.resume_point(snaps, 40)["tokens"] == 2
+    assert measure.resume_point(snaps, 50)["tokens"] == 2  # nearest earlier
+    assert measure.resume_point(snaps, None) == {}
+    assert [s["step"] for s in measure.keep(snaps, {"step": 80})] == [40, 60, 80]
+
+
+# --- significance ------------------------------------------------------------------------------
+VOCAB = "the king of the city loves the people at the gate in the house and".split()
+
+
+def _outputs():
+    rng = random.Random(0)
+    refs = [" ".join(rng.choice(VOCAB) for _ in range(rng.randint(5, 15))) for _ in range(300)]
+    noisy = lambda r: " ".join(w if rng.random() > 0.3 else rng.choice(VOCAB) for w in r.split())
+    return refs, [noisy(r) for r in refs], [noisy(r) for r in refs]
+
+
+@pytest.mark.parametrize("test", ["bs", "ar"])
+def test_a_corrupted_copy_is_significant_and_the_system_itself_is_not(test):
+    refs, hyps, _ = _outputs()
+    corrupted = [" ".join(h.split()[: len(h.split()) // 2]) for h in hyps]  # half dropped
+    worse = paired_test([hyps], [corrupted], refs, test, 1000)
+    assert worse.bleu_p < 0.05 and worse.chrf_p < 0.05
+    assert worse.bleu[1] < worse.bleu[0] - 10
+    same = paired_test([hyps], [list(hyps)], refs, test, 1000)
+    assert same.bleu_p > 0.05 and same.chrf_p > 0.05  # sacrebleu alone says 1/1001
+
+
+def test_outputs_of_equal_quality_are_not_significant():
+    refs, a, b = _outputs()  # the same noise process, drawn twice
+    result = paired_test([a], [b], refs, "bs", 1000)
+    assert result.bleu_p > 0.05 and result.chrf_p > 0.05
+    one = a[:-1] + [a[-1] + " the"]  # one sentence differs by a word
+    assert paired_test([a], [one], refs, "bs", 1000).bleu_p > 0.05
+
+
+def test_seeds_are_paired_in_order():
+    refs, a, b = _outputs()
+    swapped = paired_test([a, b], [b, a], refs, "bs", 1000)  # same corpus, seeds swapped
+    assert swapped.bleu[0] == pytest.approx(swapped.bleu[1]) and swapped.bleu_p == 1.0
+    with pytest.raises(ValueError):
+        paired_test([a], [a, b], refs)
