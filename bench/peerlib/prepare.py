@@ -1,0 +1,117 @@
+"""The benchmark's data: a corpus folder found, one sentencepiece model trained for every
+system, the text copied and cut into pieces, the training pairs filtered once.
+
+A corpus folder holds ``train``, ``valid`` and ``test`` files with one pair of suffixes:
+``.src``/``.tgt``, or two language codes (``train.en``/``train.fr``, as ``adl data bible``
+writes them; name them with ``langs`` when there are more than two).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from adl.runtime.config import DataConfig
+from adl.runtime.data import read_lines
+from adl.runtime.search import SearchOptions
+from adl.runtime.tokenizer import train_sentencepiece
+
+from .recipe import Recipe
+from .systems import Data
+
+SPLITS = ("train", "valid", "test")
+
+
+def find_files(corpus: Path, langs: tuple[str, str] | None = None) -> dict[str, tuple[Path, Path]]:
+    """split -> (source file, target file) of a corpus folder."""
+    corpus = Path(corpus)
+    if langs is None:
+        if all((corpus / f"{s}.src").is_file() for s in SPLITS):
+            langs = ("src", "tgt")
+        else:
+            suffixes = sorted({p.suffix[1:] for p in corpus.glob("train.*")} - {"src", "tgt"})
+            if len(suffixes) != 2:
+                raise SystemExit(
+                    f"{corpus}: expected train/valid/test files with the suffixes .src/.tgt "
+                    f"or two language codes, found {suffixes or 'none'} (use --langs SRC TGT)"
+                )
+            langs = (suffixes[0], suffixes[1])
+    files = {s: (corpus / f"{s}.{langs[0]}", corpus / f"{s}.{langs[1]}") for s in SPLITS}
+    missing = [str(p) for pair in files.values() for p in pair if not p.is_file()]
+    if missing:
+        raise SystemExit(f"{corpus}: missing {', '.join(missing)}")
+    return files
+
+
+def keep_pair(ls: int, lt: int, max_len: int, max_ratio: float) -> bool:
+    """ADL's training filter (runtime.data.encode_pairs), on piece counts."""
+    if max_len and (ls > max_len or lt > max_len):
+        return False
+    return not (max_ratio and max(ls, lt) > max_ratio * max(min(ls, lt), 1))
+
+
+def prepare(
+    files: dict[str, tuple[Path, Path]], out: Path, recipe: Recipe, data_cfg: DataConfig
+) -> Data:
+    """Write ``out/raw`` (the text), ``out/spm`` (the model), ``out/pieces`` (pieces)."""
+    import sentencepiece as spm
+
+    out = Path(out)
+    raw_dir, piece_dir = out / "raw", out / "pieces"
+    for d in (raw_dir, piece_dir):
+        d.mkdir(parents=True, exist_ok=True)
+    raw: dict[str, tuple[Path, Path]] = {}
+    for split, (src, tgt) in files.items():
+        s, t = read_lines(src), read_lines(tgt)
+        if len(s) != len(t):
+            raise SystemExit(f"{src} has {len(s):,} lines but {tgt} has {len(t):,}")
+        if split == "train":  # what ADL's reader keeps: both sides non-empty, stripped
+            kept = [(a.strip(), b.strip()) for a, b in zip(s, t) if a.strip() and b.strip()]
+            s, t = [a for a, _ in kept], [b for _, b in kept]
+        if split == "valid" and recipe.valid_max:
+            s, t = s[: recipe.valid_max], t[: recipe.valid_max]
+        raw[split] = (raw_dir / f"{split}.src", raw_dir / f"{split}.tgt")
+        for path, lines in zip(raw[split], (s, t)):
+            path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+    model = out / "spm" / "joint.model"
+    if not model.is_file():
+        cfg = DataConfig(**{**data_cfg.__dict__, "vocab_size": recipe.vocab})
+        work = out / "spm" / "work"
+        data = train_sentencepiece([str(p) for p in raw["train"]], work / "joint", cfg)
+        model.write_bytes(data)
+        shutil.rmtree(work, ignore_errors=True)
+    sp = spm.SentencePieceProcessor(model_file=str(model))
+
+    pieces: dict[str, tuple[Path, Path]] = {}
+    counts = {}
+    for split in SPLITS:
+        s = sp.encode(
+            read_lines(raw[split][0]) if raw[split][0].stat().st_size else [], out_type=str
+        )
+        t = sp.encode(
+            read_lines(raw[split][1]) if raw[split][1].stat().st_size else [], out_type=str
+        )
+        if split == "train":
+            pairs = [
+                (a, b)
+                for a, b in zip(s, t)
+                if keep_pair(len(a), len(b), recipe.max_len, recipe.max_ratio)
+            ]
+            counts["dropped"] = len(s) - len(pairs)
+            total = sum(len(b) + 1 for b in t)  # target tokens with eos, as trained on
+            kept = sum(len(b) + 1 for _, b in pairs)
+            counts["dropped_tokens_percent"] = round(100 * (total - kept) / max(total, 1), 1)
+            s, t = [a for a, _ in pairs], [b for _, b in pairs]
+        else:  # what the recipe cannot have trained for, and what ADL's search cuts
+            over = sum(max(len(a), len(b)) > recipe.max_len for a, b in zip(s, t))
+            counts[f"{split}_over_max_len"] = over if recipe.max_len else 0
+            limit = SearchOptions()
+            counts[f"{split}_over_output_limit"] = sum(
+                len(b) > limit.len_a * len(a) + limit.len_b for a, b in zip(s, t)
+            )
+        counts[split] = len(s)
+        pieces[split] = (piece_dir / f"{split}.src", piece_dir / f"{split}.tgt")
+        for path, seqs in zip(pieces[split], (s, t)):
+            path.write_text("".join(" ".join(x) + "\n" for x in seqs), encoding="utf-8")
+    return Data(out, model, raw, pieces, counts["test"], counts)
