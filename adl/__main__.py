@@ -1,4 +1,5 @@
 """``python -m adl``: the same as the ``adl`` command."""
+
 import sys
 
 from .cli import main

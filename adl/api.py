@@ -1,13 +1,20 @@
-"""The public Python API: ``adl.parse``, ``adl.check`` (and ``adl.build``, in :mod:`adl.build`)."""
+"""The public Python API: ``adl.parse``, ``adl.check`` (and ``adl.build``, in :mod:`adl.models`)."""
+
 from __future__ import annotations
 
+import math
 import os
+import re
+import stat
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping, Union
+from typing import Any, Union
 
-from .check import check_tree
-from .check.program import Program
+from .analysis import check_tree
+from .analysis.program import Program
 from .errors import ADLError, error
+from .limits import MAX_HEADS, MAX_INTEGER, MAX_SIZE, MAX_SOURCE_CHARS
 from .registry import Hyper
 from .source import Source
 from .syntax import ast
@@ -15,35 +22,69 @@ from .syntax.parser import parse_source
 
 TextOrPath = Union[str, "os.PathLike[str]"]
 
+# A file name given as a str: one line ending in .adl without ADL's punctuation. Such a line
+# is never valid ADL text (a '.' appears only inside numbers), so the rule takes nothing away.
+_FILE_NAME = re.compile(r"[^\n\r()=,$#→]*\.adl")
 
-def load(source: TextOrPath | Source) -> Source:
-    """A :class:`Source` from ADL text, a path, or a ``*.adl`` file name."""
+
+def is_file_name(text: str) -> bool:
+    """Whether :func:`read_source` reads this str as a file name rather than as ADL text:
+    one line ending in ``.adl`` with none of ``( ) = , $ # -> →``."""
+    return _FILE_NAME.fullmatch(text) is not None and "->" not in text
+
+
+def read_source(source: TextOrPath | Source) -> Source:
+    """A :class:`Source` from ADL text or a file.
+
+    A :class:`pathlib.Path` (any ``os.PathLike``) is always a file. A ``str`` is a file name
+    when it is one line ending in ``.adl`` with none of ``( ) = , $ # -> →``
+    (``models/t.enc.adl``, ``my runs/t.enc.adl``); any other ``str`` is ADL text, so
+    ``"pos -> ffl  # as in t.adl"`` is text. A name with those characters is read with
+    ``Path(...)``. Files must be regular files of at most 256 KiB of UTF-8 text."""
     if isinstance(source, Source):
         return source
-    if isinstance(source, os.PathLike) or (
-            isinstance(source, str) and source.endswith(".adl") and "\n" not in source):
-        path = Path(source)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise error(f"{path}: no such file") from None
-        except OSError as exc:
-            raise error(f"{path}: cannot read: {exc.strerror}") from None
-        try:
-            return Source(data.decode("utf-8"), str(path))
-        except UnicodeDecodeError as exc:
-            raise error(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and is_file_name(source)):
+        return _read_file(Path(source))
     if not isinstance(source, str):
         raise TypeError(f"expected ADL text or a path, got {type(source).__name__}")
     return Source(source)
 
 
+def _read_file(path: Path) -> Source:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise error(f"{path}: a directory, not an ADL file")
+    if not stat.S_ISREG(info.st_mode):
+        raise error(
+            f"{path}: not a regular file (a device, pipe or socket): ADL is read from files"
+        )
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_SOURCE_CHARS + 1)
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_SOURCE_CHARS:
+        raise error(
+            f"{path}: larger than the limit of {MAX_SOURCE_CHARS:,} bytes for an ADL file",
+            hint="an ADL file describes one architecture in a few lines",
+        )
+    try:
+        return Source(data.decode("utf-8"), str(path))
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
 def parse(text: TextOrPath | Source, name: str | None = None) -> ast.File:
     """Parse ADL text (or a file) into a syntax tree; raises :class:`ADLError`."""
-    src = load(text)
+    src = read_source(text)
     if name is not None:
         src = Source(src.text, name)
-    return parse_source(src)
+    return _parse(src, text)
 
 
 def parse_value(text: str, name: str = "<value>") -> Any:
@@ -63,46 +104,102 @@ def parse_value(text: str, name: str = "<value>") -> Any:
     raise error(f"a variable must be a number, a string, true/false or a layer: {text!r}")
 
 
-def hyper(d_model: int = 512, heads: int = 8, dropout: float = 0.1,
-          vars: Mapping[str, Any] | None = None) -> Hyper:
+def hyper(
+    d_model: int = 512, heads: int = 8, dropout: float = 0.1, vars: Mapping[str, Any] | None = None
+) -> Hyper:
     """Validated model hyper-parameters; string variable values are read as ADL values."""
     problems = []
-    if not isinstance(d_model, int) or d_model <= 0:
+    if isinstance(d_model, bool) or not isinstance(d_model, int) or d_model <= 0:
         problems.append(f"d_model must be a positive integer, not {d_model!r}")
-    if not isinstance(heads, int) or heads <= 0:
+    elif d_model > MAX_SIZE:
+        problems.append(f"d_model must be at most {MAX_SIZE:,}, not {d_model:,}")
+    if isinstance(heads, bool) or not isinstance(heads, int) or heads <= 0:
         problems.append(f"heads must be a positive integer, not {heads!r}")
-    if not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+    elif heads > MAX_HEADS:
+        problems.append(f"heads must be at most {MAX_HEADS:,}, not {heads:,}")
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
         problems.append(f"dropout must be in [0, 1), not {dropout!r}")
     items = []
     for k, v in (vars or {}).items():
         if k in ("d_model", "heads", "dropout"):
-            problems.append(f"${k} is a model setting: set it with d_model=/heads=/dropout= "
-                            f"(--d-model, --heads, --dropout), not as a variable")
+            problems.append(
+                f"${k} is a model setting: set it with d_model=/heads=/dropout= "
+                f"(--d-model, --heads, --dropout), not as a variable"
+            )
             continue
         if not k.isidentifier():
             problems.append(f"variable name {k!r} is not a name")
             continue
-        items.append((k, parse_value(v, f"${k}") if isinstance(v, str) else v))
+        if isinstance(v, str):
+            items.append((k, parse_value(v, f"${k}")))
+        elif _plain_value(v):
+            items.append((k, v))
+        else:
+            problems.append(
+                f"${k} must be a number, true/false, or ADL text (a str), not {_short(v)}"
+            )
     if problems:
         raise ADLError([error(p).diagnostics[0] for p in problems])
     return Hyper(d_model, heads, float(dropout), tuple(sorted(items)))
 
 
-def check(source: TextOrPath | Source, role: str | None = None, *, d_model: int = 512,
-          heads: int = 8, dropout: float = 0.1, vars: Mapping[str, Any] | None = None,
-          source_d: int | None = None, name: str | None = None) -> Program:
+def _plain_value(v: Any) -> bool:
+    """A variable's value given in Python: a bool, a representable number, or a chain."""
+    if isinstance(v, bool) or isinstance(v, ast.Chain):
+        return True
+    if isinstance(v, int):
+        return -MAX_INTEGER <= v <= MAX_INTEGER
+    return isinstance(v, float) and math.isfinite(v)
+
+
+def _short(v: Any) -> str:
+    text = repr(v) if not isinstance(v, int) or abs(v) < 10**30 else "a huge integer"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check(
+    source: TextOrPath | Source,
+    role: str | None = None,
+    *,
+    d_model: int = 512,
+    heads: int = 8,
+    dropout: float = 0.1,
+    vars: Mapping[str, Any] | None = None,
+    source_d: int | None = None,
+    name: str | None = None,
+    max_memory: int | None = None,
+) -> Program:
     """Check an ADL text or file without building anything.
 
-    Returns the checked :class:`~adl.check.program.Program` (networks by role, every layer
+    Returns the checked :class:`~adl.analysis.program.Program` (networks by role, every layer
     with its sizes and parameter count, warnings) or raises :class:`ADLError` carrying every
     error of the file. ``role`` is taken from the file name (``*.enc.adl``, ``*.dec.adl``,
     ``*.joint.adl``) or from ``encoder =`` / ``decoder =`` / ``joint =`` definitions when not
     given. ``source_d`` is the encoder's output size seen by source attention (default
     ``d_model``). ``name`` is what messages call the text (default: its path or
-    ``<string>``).
+    ``<string>``). A network needing more than ``max_memory`` bytes for its parameters and
+    fixed tensors is refused (default: ``$ADL_MAX_MEMORY``, else 16 GiB; see
+    :mod:`adl.limits`). See :func:`read_source` for when a str is a file name.
     """
-    src = load(source)
+    src = read_source(source)
     if name is not None:
         src = Source(src.text, name)
-    return check_tree(parse_source(src), src, role, hyper(d_model, heads, dropout, vars),
-                      source_d)
+    h = hyper(d_model, heads, dropout, vars)
+    return check_tree(_parse(src, source), src, role, h, source_d, max_memory)
+
+
+def _parse(src: Source, given: object) -> ast.File:
+    """Parse; a one-line text ending in .adl that is no valid ADL gets a hint that it was
+    read as text, not as a file name."""
+    try:
+        return parse_source(src)
+    except ADLError as exc:
+        text = given.strip() if isinstance(given, str) else ""
+        if "\n" in text or not text.endswith(".adl") or not exc.diagnostics:
+            raise
+        first = replace(
+            exc.diagnostics[0],
+            hint="this str was read as ADL text, as it has ADL's punctuation; to read a "
+            "file of that name pass pathlib.Path(...)",
+        )
+        raise ADLError([first, *exc.diagnostics[1:]]) from None

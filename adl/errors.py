@@ -9,11 +9,13 @@ compiler does::
       |                         ^^^
     hint: did you mean 'ffl'?
 """
+
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Literal
+from typing import Literal
 
 from .source import Source, Span
 
@@ -51,7 +53,26 @@ class Diagnostic:
         return render(self)
 
 
-class ADLError(Exception):
+class UserError(Exception):
+    """A problem with the user's input that the user can fix (a bad file, setting or
+    checkpoint): the ``adl`` command prints ``str(error)`` as one message, without a
+    traceback, and exits 1. The runtime's errors derive from it."""
+
+
+class InputError(UserError):
+    """An input a built model cannot take: a sequence longer than a layer's positions
+    (``learn_pos(max_seq_len=...)``), or word ids a layer needs and was not given.
+
+    ``limit`` and ``length`` are set for a sequence that is too long (the runtime filters
+    such lines before they reach the model)."""
+
+    def __init__(self, message: str, limit: int | None = None, length: int | None = None):
+        super().__init__(message)
+        self.limit = limit
+        self.length = length
+
+
+class ADLError(UserError):
     """The root of every error about an ADL text, a model description or its arguments.
 
     It holds one or more diagnostics; only errors raise, warnings travel on results.
@@ -74,8 +95,14 @@ class ADLError(Exception):
         return self.render()
 
 
-def error(message: str, source: Source | None = None, span: Span | None = None, *,
-          hint: str | None = None, notes: Iterable[Note] = ()) -> ADLError:
+def error(
+    message: str,
+    source: Source | None = None,
+    span: Span | None = None,
+    *,
+    hint: str | None = None,
+    notes: Iterable[Note] = (),
+) -> ADLError:
     """Shorthand for an :class:`ADLError` with a single error diagnostic."""
     return ADLError(Diagnostic("error", message, source, span, hint, tuple(notes)))
 
@@ -88,8 +115,15 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     close = difflib.get_close_matches(name, sorted(set(candidates)), n=6, cutoff=0.6)
     if not close:
         return None
-    best = min(close, key=lambda c: (_edits(name, c), abs(len(c) - len(name)),
-                                     -difflib.SequenceMatcher(None, name, c).ratio(), c))
+    best = min(
+        close,
+        key=lambda c: (
+            _edits(name, c),
+            abs(len(c) - len(name)),
+            -difflib.SequenceMatcher(None, name, c).ratio(),
+            c,
+        ),
+    )
     return f"did you mean '{best}'?"
 
 
@@ -130,6 +164,7 @@ def _excerpt(source: Source, span: Span) -> list[str]:
         cut_end = first + _WINDOW < len(text)
         text = ("..." if first else "") + text[first : first + _WINDOW] + ("..." if cut_end else "")
         col = col - first + (3 if first else 0)
+        width = min(width, len(text) - col + 1)  # the underline ends with the text shown
     # Tabs keep their width in the underline so the carets line up.
     pad = "".join("\t" if ch == "\t" else " " for ch in text[: col - 1])
     return [f"  | {text}", f"  | {pad}{'^' * width}"]

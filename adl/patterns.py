@@ -10,10 +10,11 @@ themselves, the tests (against the papers' numbers) and pictures (``adl viz``).
 - :func:`band`: the local attention band of Fonollosa et al. (2019) (1 = may attend).
 - :func:`joint_band`: the same over a joint [source; target] stream.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -32,9 +33,16 @@ def normal_pdf(x: Tensor, sigma: float = 1.0) -> Tensor:
     return torch.exp(-0.5 * (x / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
 
 
-def gaussian(length: int, offset: int | str = 0, sigma: float = 1.0, *,
-             window: int | None = None, index: bool = False, causal: bool = False,
-             keys: int | None = None) -> Tensor:
+def gaussian(
+    length: int,
+    offset: int | str = 0,
+    sigma: float = 1.0,
+    *,
+    window: int | None = None,
+    index: bool = False,
+    causal: bool = False,
+    keys: int | None = None,
+) -> Tensor:
     """(length, keys) weights of one hard-coded Gaussian self-attention head.
 
     Row i holds N(j; i + o, σ) for key positions j: the raw density, cut at the sentence's
@@ -49,15 +57,20 @@ def gaussian(length: int, offset: int | str = 0, sigma: float = 1.0, *,
     else:
         w = normal_pdf(d, sigma)
         if window is not None:
-            dl, du = band_limits(window)                       # k taps centred on i + o
+            dl, du = band_limits(window)  # k taps centred on i + o
             w = w * ((d > -dl) & (d < du))
     if causal:
         w = w * (j <= i)
     return w.to(torch.float32)
 
 
-def gaussian_cross(target_length: int, source_length: int, offset: int | str = 0,
-                   ratio: float = 1.0, sigma: float = 1.0) -> Tensor:
+def gaussian_cross(
+    target_length: int,
+    source_length: int,
+    offset: int | str = 0,
+    ratio: float = 1.0,
+    sigma: float = 1.0,
+) -> Tensor:
     """(target, source) weights of hard-coded cross attention: N(j; ⌊γ·i + o⌋, σ)."""
     o = offset_of(offset)
     i = torch.arange(target_length, dtype=torch.float64).unsqueeze(1)
@@ -71,7 +84,7 @@ def _cubic(span: Tensor, reverse: bool = False) -> Tensor:
     n = int(span.sum())
     if n == 0:
         return torch.zeros_like(span, dtype=torch.float64)
-    k = torch.cumsum(span.to(torch.int64), 0) - 1            # 0 .. n-1 along the span
+    k = torch.cumsum(span.to(torch.int64), 0) - 1  # 0 .. n-1 along the span
     if reverse:
         k = n - 1 - k
     f = (k.to(torch.float64) + 1) ** 3 * span
@@ -147,12 +160,18 @@ def joint_band(source_length: int, target_length: int, window: int | None = None
     centred band), target queries see every source token and the previous ``window``
     target positions (themselves included)."""
     n = source_length + target_length
-    return joint_allowed(torch.arange(n), torch.arange(n), source_length, window,
-                         torch.zeros(1, source_length, dtype=torch.bool))[0].to(torch.float32)
+    return joint_allowed(
+        torch.arange(n),
+        torch.arange(n),
+        source_length,
+        window,
+        torch.zeros(1, source_length, dtype=torch.bool),
+    )[0].to(torch.float32)
 
 
-def joint_allowed(queries: Tensor, keys: Tensor, source_length: int, window: int | None,
-                  source_pad: Tensor) -> Tensor:
+def joint_allowed(
+    queries: Tensor, keys: Tensor, source_length: int, window: int | None, source_pad: Tensor
+) -> Tensor:
     """(B, Q, K) bool: may stream position ``queries[q]`` attend to ``keys[k]``?"""
     q = queries.view(-1, 1)
     k = keys.view(1, -1)
@@ -165,7 +184,9 @@ def joint_allowed(queries: Tensor, keys: Tensor, source_length: int, window: int
         dl, du = band_limits(window)
         src_band = (k > q - dl) & (k < q + du)
         tgt_band = k > q - window
-    allowed = (q_src & k_src & src_band) | (~q_src & k_src) | (~q_src & ~k_src & (k <= q) & tgt_band)
+    allowed = (
+        (q_src & k_src & src_band) | (~q_src & k_src) | (~q_src & ~k_src & (k <= q) & tgt_band)
+    )
     key_pad = torch.zeros(source_pad.size(0), k.size(1), dtype=torch.bool, device=source_pad.device)
     in_source = keys[keys < S]
     key_pad[:, : in_source.numel()] = source_pad[:, in_source]

@@ -7,7 +7,7 @@ appear in. The function body is the dimension rule: called with the layer's inpu
 bound arguments, it returns the output size and the parameter count::
 
     @layer(aliases=("mh_dot_att",), roles=DECODER_ONLY)
-    def mh_dot_src_att(h: In, /, heads: Annotated[Count, aka("h")] = HEADS, ...) -> Out:
+    def mh_dot_src_att(h: LayerInput, /, heads: Annotated[Count, aka("h")] = HEADS, ...) -> LayerOutput:
         \"\"\"Multi-head dot-product attention over the source (Domhan §2.3).
 
         Size: ``num_hidden`` (default: the input size).
@@ -19,13 +19,16 @@ bound arguments, it returns the output size and the parameter count::
 
 The registry never imports torch; the modules that implement layers live in :mod:`adl.nn`.
 """
+
 from __future__ import annotations
 
 import inspect
 import re
 import typing
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from functools import cached_property
+from typing import Any
 
 from .types import ArgType, ChainType, ModelDefault, arg_type
 
@@ -40,21 +43,27 @@ REQUIRED = inspect.Parameter.empty
 class Hyper:
     """The model hyper-parameters a network is checked and built with."""
 
-    d_model: int = 512       # model size: embeddings, and the default of most layer sizes
-    heads: int = 8           # default number of attention heads ($heads)
-    dropout: float = 0.1     # default dropout rate ($dropout)
+    d_model: int = 512  # model size: embeddings, and the default of most layer sizes
+    heads: int = 8  # default number of attention heads ($heads)
+    dropout: float = 0.1  # default dropout rate ($dropout)
     vars: tuple[tuple[str, Any], ...] = ()  # user variables ($NAME), as (name, value) pairs
 
     def var(self, name: str) -> Any:
-        builtin = {"d_model": self.d_model, "heads": self.heads, "dropout": self.dropout}
-        if name in builtin:
-            return builtin[name]
-        return dict(self.vars)[name]
+        return self._table[name]
+
+    def has_var(self, name: str) -> bool:
+        return name in self._table
 
     def var_names(self) -> list[str]:
-        return ["d_model", "heads", "dropout"] + [k for k, _ in self.vars]
+        return list(self._table)
 
-    def with_defaults(self, defaults: Iterable[tuple[str, Any]]) -> "Hyper":
+    @cached_property
+    def _table(self) -> dict[str, Any]:
+        """Every variable by name (built once: a lookup is O(1))."""
+        builtin = {"d_model": self.d_model, "heads": self.heads, "dropout": self.dropout}
+        return {**builtin, **dict(self.vars)}
+
+    def with_defaults(self, defaults: Iterable[tuple[str, Any]]) -> Hyper:
         """These variables' defaults (a file's ``$name = value``) under the ones set here."""
         given = dict(self.vars)
         merged = {**dict(defaults), **given}
@@ -62,7 +71,7 @@ class Hyper:
 
 
 @dataclass(frozen=True)
-class In:
+class LayerInput:
     """What a layer's rule sees: its input size, the model, its role and the source size."""
 
     d: int
@@ -76,14 +85,16 @@ class In:
 
 
 @dataclass(frozen=True)
-class Out:
+class LayerOutput:
     """A layer's output size and its own parameter count (sub-chains are counted apart).
 
-    ``repeat`` multiplies the sub-chains' parameters (``repeat(n, ...)`` builds n copies)."""
+    ``repeat`` multiplies the sub-chains' parameters (``repeat(n, ...)`` builds n copies);
+    ``buffer_bytes`` are the fixed tensors a layer holds besides its parameters (a kernel)."""
 
     d: int
     params: int = 0
     repeat: int = 1
+    buffer_bytes: int = 0
 
 
 class Refusal(Exception):
@@ -130,11 +141,11 @@ class ParamSpec:
 @dataclass(frozen=True)
 class LayerSpec:
     name: str
-    rule: Callable[..., Out] = field(repr=False)
+    rule: Callable[..., LayerOutput] = field(repr=False)
     params: tuple[ParamSpec, ...]
     aliases: tuple[str, ...] = ()
     roles: frozenset[str] = ALL_ROLES
-    why: str = ""                      # why the layer is refused outside its roles
+    why: str = ""  # why the layer is refused outside its roles
     attends_source: bool = False
     summary: str = ""
     size_rule: str = ""
@@ -193,24 +204,40 @@ class Registry:
 REGISTRY = Registry()
 
 
+_loaded = False
+
+
 def _load_layers() -> None:
-    from . import layers  # noqa: F401  (registers every layer family on import)
+    global _loaded
+    if not _loaded:
+        from . import layers  # noqa: F401  (registers every layer family on import)
+
+        _loaded = True
 
 
-def layer(*, aliases: Iterable[str] = (), roles: Iterable[str] = ALL_ROLES, why: str = "",
-          attends_source: bool = False) -> Callable[[Callable[..., Out]], Callable[..., Out]]:
+def layer(
+    *,
+    aliases: Iterable[str] = (),
+    roles: Iterable[str] = ALL_ROLES,
+    why: str = "",
+    attends_source: bool = False,
+) -> Callable[[Callable[..., LayerOutput]], Callable[..., LayerOutput]]:
     """Register a layer rule under its function name (a trailing ``_`` is dropped)."""
 
-    def register(fn: Callable[..., Out]) -> Callable[..., Out]:
+    def register(fn: Callable[..., LayerOutput]) -> Callable[..., LayerOutput]:
         REGISTRY.add(spec_of(fn, tuple(aliases), frozenset(roles), why, attends_source))
         return fn
 
     return register
 
 
-def spec_of(fn: Callable[..., Out], aliases: tuple[str, ...] = (),
-            roles: frozenset[str] = ALL_ROLES, why: str = "",
-            attends_source: bool = False) -> LayerSpec:
+def spec_of(
+    fn: Callable[..., LayerOutput],
+    aliases: tuple[str, ...] = (),
+    roles: frozenset[str] = ALL_ROLES,
+    why: str = "",
+    attends_source: bool = False,
+) -> LayerSpec:
     doc = inspect.getdoc(fn) or ""
     summary, size_rule, arg_docs = _parse_docstring(doc)
     hints = typing.get_type_hints(fn, include_extras=True)
@@ -218,19 +245,39 @@ def spec_of(fn: Callable[..., Out], aliases: tuple[str, ...] = (),
     for i, p in enumerate(inspect.signature(fn).parameters.values()):
         if i == 0:
             if p.kind is not inspect.Parameter.POSITIONAL_ONLY:
-                raise TypeError(f"{fn.__name__}: the first parameter (the input) must be "
-                                f"positional-only")
+                raise TypeError(
+                    f"{fn.__name__}: the first parameter (the input) must be positional-only"
+                )
             continue
         typ, al = arg_type(hints[p.name])
-        params.append(ParamSpec(p.name, typ, p.default, al, arg_docs.get(p.name, ""),
-                                p.kind is inspect.Parameter.VAR_POSITIONAL))
+        params.append(
+            ParamSpec(
+                p.name,
+                typ,
+                p.default,
+                al,
+                arg_docs.get(p.name, ""),
+                p.kind is inspect.Parameter.VAR_POSITIONAL,
+            )
+        )
         missing = [a for a in (p.name,) if a not in arg_docs]
         if missing:
             raise TypeError(f"{fn.__name__}: argument '{p.name}' has no line in the docstring")
     name = fn.__name__.rstrip("_")
     family = fn.__module__.rsplit(".", 1)[-1]
-    return LayerSpec(name, fn, tuple(params), aliases, roles, why, attends_source, summary,
-                     size_rule, doc, family)
+    return LayerSpec(
+        name,
+        fn,
+        tuple(params),
+        aliases,
+        roles,
+        why,
+        attends_source,
+        summary,
+        size_rule,
+        doc,
+        family,
+    )
 
 
 _SECTION = re.compile(r"^(Args|Size):\s*(.*)$")

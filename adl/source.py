@@ -1,4 +1,5 @@
 """Source text and spans: where in which file a piece of ADL came from."""
+
 from __future__ import annotations
 
 import bisect
@@ -17,7 +18,7 @@ class Span:
         if self.end < self.start:
             object.__setattr__(self, "end", self.start)
 
-    def to(self, other: "Span") -> "Span":
+    def to(self, other: Span) -> Span:
         """The span covering ``self`` through ``other``."""
         return Span(min(self.start, other.start), max(self.end, other.end))
 

@@ -1,7 +1,8 @@
 """The per-layer table of ``adl compile --summary``."""
+
 from __future__ import annotations
 
-from .check.program import Network
+from .analysis.program import Network
 
 
 def _size(d: int | None) -> str:
@@ -20,14 +21,14 @@ def rows(network: Network) -> list[tuple[str, str, str, int]]:
 def table(network: Network, title: str | None = None) -> str:
     body = rows(network)
     header = ("position", "layer", "size", "params")
-    total = ("total", "", f"{_size(network.d_in)} → {_size(network.d_out)}",
-             f"{network.params:,}")
+    total = ("total", "", f"{_size(network.d_in)} → {_size(network.d_out)}", f"{network.params:,}")
     cells = [header] + [(p, lab, s, f"{n:,}") for p, lab, s, n in body] + [total]
     widths = [max(len(r[i]) for r in cells) for i in range(4)]
 
     def line(r: tuple[str, ...]) -> str:
-        return (f"  {r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  "
-                f"{r[3]:>{widths[3]}}").rstrip()
+        return (
+            f"  {r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]:>{widths[3]}}"
+        ).rstrip()
 
     rule = "  " + "-" * (sum(widths) + 6)
     text = [title or f"{network.name} ({network.role})", line(header), rule]
@@ -36,9 +37,14 @@ def table(network: Network, title: str | None = None) -> str:
     return "\n".join(text)
 
 
-def model_rows(encoder: Network, decoder: Network, src_vocab: int, tgt_vocab: int,
-               tie_embeddings: bool = False, share_embeddings: bool = False
-               ) -> list[tuple[str, int]]:
+def model_rows(
+    encoder: Network,
+    decoder: Network,
+    src_vocab: int,
+    tgt_vocab: int,
+    tie_embeddings: bool = False,
+    share_embeddings: bool = False,
+) -> list[tuple[str, int]]:
     """Parameters of a whole encoder-decoder model, as adl.build makes it."""
     d = encoder.hyper.d_model
     rows = [("source embedding E_src", src_vocab * d), ("encoder", encoder.params)]
@@ -46,8 +52,9 @@ def model_rows(encoder: Network, decoder: Network, src_vocab: int, tgt_vocab: in
         rows.append(("target embedding E_tgt", tgt_vocab * d))
     rows.append(("decoder", decoder.params))
     out_weight = 0 if tie_embeddings else tgt_vocab * (decoder.d_out or 0)
-    rows.append(("output W_o, b_o" + (" (W_o tied)" if tie_embeddings else ""),
-                 out_weight + tgt_vocab))
+    rows.append(
+        ("output W_o, b_o" + (" (W_o tied)" if tie_embeddings else ""), out_weight + tgt_vocab)
+    )
     return rows
 
 

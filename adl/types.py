@@ -4,18 +4,21 @@ A layer declares ``num_hidden: Annotated[Size, aka("d_o")] = D_MODEL``; the regi
 the annotation into an :class:`ArgType` that checks and converts ADL values, and the alias
 and default into the language reference. Nothing here imports torch.
 """
+
 from __future__ import annotations
 
 import math
 import types as pytypes
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Callable, Literal
+from typing import Annotated, Any, Literal
 
+from .limits import MAX_COUNT, MAX_SIZE
 from .syntax import ast
 
-
 # --- values as the checker hands them to types --------------------------------------------
+
 
 @dataclass(frozen=True, eq=False)
 class ChainRef:
@@ -60,11 +63,12 @@ class TypeMismatch(Exception):
 
 # --- argument types -----------------------------------------------------------------------
 
+
 class ArgType:
     """How one layer argument is checked, converted and documented."""
 
-    label = "value"        # short name in the language reference: 'size', 'rate', 'relu|glu'
-    noun = "a value"       # in messages: 'must be a size (a positive integer)'
+    label = "value"  # short name in the language reference: 'size', 'rate', 'relu|glu'
+    noun = "a value"  # in messages: 'must be a size (a positive integer)'
 
     def accepts(self, value: Any) -> bool:
         """Whether a positional value is of this type's kind (used to skip ahead)."""
@@ -78,52 +82,97 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _int_text(n: int) -> str:
+    return f"{n:,}" if abs(n) >= 10_000 else str(n)
+
+
+def _float_text(x: float) -> str:
+    """``0.01``, ``10000``, ``1e6``, ``1e-12``."""
+    return f"{x:g}".replace("e+0", "e").replace("e-0", "e-").replace("e+", "e")
+
+
 class IntType(ArgType):
-    label, noun = "int", "an integer"
+    """An integer, optionally within ``[lo, hi]`` (shown in the reference: ``size 1..1,048,576``)."""
+
+    kind, kind_noun = "int", "an integer"
+
+    def __init__(self, lo: int | None = None, hi: int | None = None):
+        self.lo, self.hi = lo, hi
+        self.label = self.kind + (
+            f" {_int_text(lo)}..{_int_text(hi)}"
+            if lo is not None and hi is not None
+            else f" ≥ {lo}"
+            if lo is not None
+            else f" ≤ {hi}"
+            if hi is not None
+            else ""
+        )
+        self.noun = self.kind_noun
 
     def accepts(self, value: Any) -> bool:
         return _is_number(value)  # a number binds here even if it is no integer: then it fails
 
     def convert(self, value: Any) -> int:
         if isinstance(value, float) and value.is_integer():
-            return int(value)
+            value = int(value)
         if not (_is_number(value) and isinstance(value, int)):
             raise TypeMismatch(self.noun)
+        below = self.lo is not None and value < self.lo
+        above = self.hi is not None and value > self.hi
+        if below and self.kind != IntType.kind:  # 'a positive integer' says it all
+            raise TypeMismatch(self.noun)
+        if below or above:
+            if self.kind != IntType.kind or self.lo is None:
+                raise TypeMismatch(f"{self.noun} no larger than {self.hi:,}")
+            if self.hi is None:
+                raise TypeMismatch(f"an integer of at least {self.lo:,}")
+            raise TypeMismatch(f"an integer from {self.lo:,} to {self.hi:,}")
         return value
 
 
 class SizeType(IntType):
-    label, noun = "size", "a size (a positive integer)"
+    kind, kind_noun = "size", "a size (a positive integer)"
 
-    def convert(self, value: Any) -> int:
-        v = super().convert(value)
-        if v <= 0:
-            raise TypeMismatch(self.noun)
-        return v
+    def __init__(self, hi: int = MAX_SIZE):
+        super().__init__(1, hi)
 
 
 class CountType(IntType):
-    label, noun = "count", "a positive integer"
+    kind, kind_noun = "count", "a positive integer"
 
-    def convert(self, value: Any) -> int:
-        v = super().convert(value)
-        if v <= 0:
-            raise TypeMismatch(self.noun)
-        return v
+    def __init__(self, hi: int = MAX_COUNT):
+        super().__init__(1, hi)
 
 
 class NaturalType(IntType):
-    label, noun = "natural", "a non-negative integer"
+    kind, kind_noun = "natural", "a non-negative integer"
 
-    def convert(self, value: Any) -> int:
-        v = super().convert(value)
-        if v < 0:
-            raise TypeMismatch(self.noun)
-        return v
+    def __init__(self, hi: int = MAX_COUNT):
+        super().__init__(0, hi)
 
 
 class FloatType(ArgType):
-    label, noun = "float", "a number"
+    """A finite number, optionally within a range: ``[lo, hi]``, or open at either end."""
+
+    kind, kind_noun = "float", "a number"
+
+    def __init__(
+        self,
+        lo: float | None = None,
+        hi: float | None = None,
+        lo_open: bool = False,
+        hi_open: bool = False,
+    ):
+        self.lo, self.hi, self.lo_open, self.hi_open = lo, hi, lo_open, hi_open
+        self.label = self.kind + (f" {self.interval()}" if lo is not None or hi is not None else "")
+        self.noun = self.kind_noun
+
+    def interval(self) -> str:
+        lo = "-∞" if self.lo is None else _float_text(self.lo)
+        hi = "∞" if self.hi is None else _float_text(self.hi)
+        left = "(" if self.lo_open or self.lo is None else "["
+        right = ")" if self.hi_open or self.hi is None else "]"
+        return f"{left}{lo}, {hi}{right}"
 
     def accepts(self, value: Any) -> bool:
         return _is_number(value)
@@ -131,27 +180,40 @@ class FloatType(ArgType):
     def convert(self, value: Any) -> float:
         if not self.accepts(value) or not math.isfinite(value):
             raise TypeMismatch(self.noun)
-        return float(value)
+        v = float(value)
+        below = self.lo is not None and (v <= self.lo if self.lo_open else v < self.lo)
+        above = self.hi is not None and (v >= self.hi if self.hi_open else v > self.hi)
+        if below or above:
+            raise TypeMismatch(f"{self.range_noun()} in {self.interval()}")
+        return v
+
+    def range_noun(self) -> str:
+        return self.kind_noun
 
 
 class RateType(FloatType):
-    label, noun = "rate", "a rate between 0 and 1"
+    kind, kind_noun = "rate", "a rate between 0 and 1"
 
-    def convert(self, value: Any) -> float:
-        v = super().convert(value)
-        if not 0.0 <= v < 1.0:
-            raise TypeMismatch("a rate in [0, 1)")
-        return v
+    def __init__(self) -> None:
+        super().__init__(0.0, 1.0, hi_open=True)
+
+    def range_noun(self) -> str:
+        return "a rate"
 
 
 class PositiveFloatType(FloatType):
-    label, noun = "positive", "a positive number"
+    kind, kind_noun = "positive", "a positive number"
 
-    def convert(self, value: Any) -> float:
-        v = super().convert(value)
-        if v <= 0:
-            raise TypeMismatch(self.noun)
-        return v
+    def __init__(self, lo: float | None = None, hi: float | None = None):
+        if lo is None:
+            super().__init__(0.0, hi, lo_open=True)
+        else:
+            super().__init__(lo, hi)
+        if lo is None and hi is None:
+            self.label = self.kind  # any positive number
+
+    def range_noun(self) -> str:
+        return "a number" if self.lo else self.kind_noun
 
 
 class BoolType(ArgType):
@@ -170,7 +232,9 @@ class StrType(ArgType):
     label, noun = "string", "a string"
 
     def accepts(self, value: Any) -> bool:
-        return isinstance(value, str) or (isinstance(value, ChainRef) and value.bare_name is not None)
+        return isinstance(value, str) or (
+            isinstance(value, ChainRef) and value.bare_name is not None
+        )
 
     def convert(self, value: Any) -> str:
         if isinstance(value, ChainRef) and value.bare_name is not None:
@@ -189,7 +253,9 @@ class ChoiceType(ArgType):
         self.noun = _one_of(choices)
 
     def accepts(self, value: Any) -> bool:
-        return isinstance(value, str) or (isinstance(value, ChainRef) and value.bare_name is not None)
+        return isinstance(value, str) or (
+            isinstance(value, ChainRef) and value.bare_name is not None
+        )
 
     def convert(self, value: Any) -> str:
         from .errors import did_you_mean
@@ -226,14 +292,16 @@ class UnionType(ArgType):
         return any(m.accepts(value) for m in self.members)
 
     def convert(self, value: Any) -> Any:
-        hint = None
+        failed: list[tuple[ArgType, TypeMismatch]] = []
         for m in self.members:
             if m.accepts(value):
                 try:
                     return m.convert(value)
                 except TypeMismatch as exc:
-                    hint = hint or exc.hint
-        raise TypeMismatch(self.noun, hint=hint)
+                    failed.append((m, exc))
+        if len(failed) == 1 and str(failed[0][1]) != failed[0][0].noun:
+            raise failed[0][1]  # of the one kind that takes it, but out of that kind's range
+        raise TypeMismatch(self.noun, hint=next((e.hint for _, e in failed if e.hint), None))
 
 
 class OptionalType(ArgType):
@@ -259,6 +327,7 @@ def _one_of(choices: tuple[str, ...]) -> str:
 
 
 # --- markers used in layer signatures ------------------------------------------------------
+
 
 class Chain:
     """Annotation marker: the parameter takes a sub-network."""

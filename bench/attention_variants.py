@@ -9,6 +9,7 @@ matrix per head), window=3 and index=true (depthwise convolutions, no n x n matr
 Also fixed_self_att and hard_self_att. Prints each time as a ratio to the baseline measured
 in the same run (medians of interleaved repetitions).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,7 +19,7 @@ import time
 import torch
 
 import adl
-from adl.build import build_network
+from adl.models import build_network
 from adl.nn import Context
 
 LAYERS = {
@@ -45,12 +46,14 @@ def main() -> None:
     args = ap.parse_args()
     torch.manual_seed(0)
     modules = {name: module(text, args.d).train() for name, text in LAYERS.items()}
-    print(f"one layer, forward + backward, batch {args.batch}, d={args.d}, "
-          f"{torch.get_num_threads()} threads (median of {args.repeat})")
+    print(
+        f"one layer, forward + backward, batch {args.batch}, d={args.d}, "
+        f"{torch.get_num_threads()} threads (median of {args.repeat})"
+    )
     for n in args.lengths:
         x = torch.randn(args.batch, n, args.d, requires_grad=True)
         times: dict[str, list[float]] = {name: [] for name in modules}
-        for name, m in modules.items():  # warm up
+        for m in modules.values():  # warm up
             m(x, Context("encoder")).sum().backward()
         for _ in range(args.repeat):
             for name, m in modules.items():

@@ -9,10 +9,11 @@ every sentence decodes exactly --out-len tokens, the length the comparison is ab
      the prefix at every step (runtime.search.FullRecompute); the ratio cache / no cache
      (goal >= 5 at output length 50);
   2. sentences/s of the hard-retrieval decoder (Xu et al. 2020, hard decoder self- and
-     cross-attention, architectures/xu2020/hard_dec_self_cross.dec.adl) against the standard
+     cross-attention, architectures/xu2020/prenorm/hard_dec_self_cross.dec.adl) against the standard
      decoder, same sizes, beam 4 (the paper reports 1.43x on a GPU).
 Each measurement is the median of --repeat runs, interleaved.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,8 @@ from pathlib import Path
 import torch
 
 import adl
-from runtime.search import FullRecompute, beam, greedy, pad_batch
-from runtime.tokenizer import EOS
+from adl.runtime.search import FullRecompute, beam, greedy, pad_batch
+from adl.runtime.tokenizer import EOS
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCH = ROOT / "architectures"
@@ -49,8 +50,9 @@ class NoEos:
 
 def build(enc: str, dec: str, d: int, heads: int):
     torch.manual_seed(0)
-    return adl.build(ARCH / enc, ARCH / dec, src_vocab=V, tgt_vocab=V, d_model=d,
-                     heads=heads, dropout=0.0).eval()
+    return adl.build(
+        ARCH / enc, ARCH / dec, src_vocab=V, tgt_vocab=V, d_model=d, heads=heads, dropout=0.0
+    ).eval()
 
 
 def timed(fn, repeat: int) -> float:
@@ -74,13 +76,15 @@ def main() -> None:
     g = torch.Generator().manual_seed(0)
     src = pad_batch(torch.randint(4, V, (args.sentences, args.src_len), generator=g).tolist())
     n, L = args.sentences, args.out_len
-    print(f"{n} sentences of {args.src_len} tokens, {L} output tokens each, d={args.d}, "
-          f"{torch.get_num_threads()} threads, median of {args.repeat}")
+    print(
+        f"{n} sentences of {args.src_len} tokens, {L} output tokens each, d={args.d}, "
+        f"{torch.get_num_threads()} threads, median of {args.repeat}"
+    )
 
     base = build("transformer.enc.adl", "transformer.dec.adl", args.d, args.heads)
     cached, full = NoEos(base), NoEos(FullRecompute(base))
     with torch.no_grad():
-        greedy(cached, src[:2], max_len=5)     # warm up (first calls allocate)
+        greedy(cached, src[:2], max_len=5)  # warm up (first calls allocate)
         runs = {
             "greedy, cache": lambda: greedy(cached, src, max_len=L),
             "greedy, no cache": lambda: greedy(full, src, max_len=L),
@@ -95,13 +99,18 @@ def main() -> None:
         ratio = seconds[f"{search}, no cache"] / seconds[f"{search}, cache"]
         print(f"  {search}: cache / no cache = {ratio:.1f}x  (goal >= 5x at length {L})")
 
-    hard = NoEos(build("transformer.enc.adl", "xu2020/hard_dec_self_cross.dec.adl", args.d,
-                       args.heads))
+    hard = NoEos(
+        build(
+            "transformer.enc.adl", "xu2020/prenorm/hard_dec_self_cross.dec.adl", args.d, args.heads
+        )
+    )
     with torch.no_grad():
-        pair = {"standard decoder": lambda: beam(cached, src, 4, max_len=L),
-                "hard retrieval decoder": lambda: beam(hard, src, 4, max_len=L)}
+        pair = {
+            "standard decoder": lambda: beam(cached, src, 4, max_len=L),
+            "hard retrieval decoder": lambda: beam(hard, src, 4, max_len=L),
+        }
         times: dict[str, list[float]] = {k: [] for k in pair}
-        for _ in range(args.repeat):           # interleaved
+        for _ in range(args.repeat):  # interleaved
             for name, fn in pair.items():
                 times[name].append(timed(fn, 1))
     std, hrd = (statistics.median(times[k]) for k in pair)

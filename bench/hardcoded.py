@@ -12,6 +12,7 @@ For each model, in one run:
     --out-len tokens (eos barred), interleaved over --repeat rounds.
 Every figure is also printed as a ratio to BASE, measured in the same run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,8 +60,12 @@ print(json.dumps({"kib": after - before, "tokens": rows * length,
 
 
 def memory(enc: Path, dec: Path, tokens: int) -> dict:
-    out = subprocess.run([sys.executable, "-c", MEMORY_PROBE, str(enc), str(dec), str(tokens),
-                          json.dumps(SIZES)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", MEMORY_PROBE, str(enc), str(dec), str(tokens), json.dumps(SIZES)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout)
 
 
@@ -76,8 +81,8 @@ def main() -> None:
     import torch
 
     import adl
-    from runtime.search import beam, pad_batch
-    from runtime.tokenizer import EOS
+    from adl.runtime.search import beam, pad_batch
+    from adl.runtime.tokenizer import EOS
 
     class NoEos:
         def __init__(self, model):
@@ -97,11 +102,10 @@ def main() -> None:
     models = {}
     for name, (e, d) in MODELS.items():
         torch.manual_seed(0)
-        models[name] = NoEos(adl.build(YOU / e, YOU / d, src_vocab=V, tgt_vocab=V,
-                                       **SIZES).eval())
+        models[name] = NoEos(adl.build(YOU / e, YOU / d, src_vocab=V, tgt_vocab=V, **SIZES).eval())
     times: dict[str, list[float]] = {name: [] for name in MODELS}
     with torch.no_grad():
-        for model in models.values():          # warm up (first calls allocate)
+        for model in models.values():  # warm up (first calls allocate)
             beam(model, src[:2], 4, max_len=5)
         for _ in range(args.repeat):
             for name, model in models.items():
@@ -111,15 +115,21 @@ def main() -> None:
     speed = {name: args.sentences / statistics.median(ts) for name, ts in times.items()}
 
     print(f"You et al. (2020) sizes: {SIZES}; {torch.get_num_threads()} threads")
-    print(f"training: batch of {mem['BASE']['tokens']:,} target tokens; decoding: beam 4, "
-          f"{args.sentences} sentences, {args.out_len} tokens each\n")
-    print(f"{'model':10s} {'params':>12s} {'KiB/token':>10s} {'vs BASE':>8s} "
-          f"{'sent/s':>8s} {'vs BASE':>8s}")
+    print(
+        f"training: batch of {mem['BASE']['tokens']:,} target tokens; decoding: beam 4, "
+        f"{args.sentences} sentences, {args.out_len} tokens each\n"
+    )
+    print(
+        f"{'model':10s} {'params':>12s} {'KiB/token':>10s} {'vs BASE':>8s} "
+        f"{'sent/s':>8s} {'vs BASE':>8s}"
+    )
     base_mem = mem["BASE"]["kib"] / mem["BASE"]["tokens"]
     for name in MODELS:
         per_token = mem[name]["kib"] / mem[name]["tokens"]
-        print(f"{name:10s} {mem[name]['params']:12,d} {per_token:10.1f} "
-              f"{per_token / base_mem:8.2f} {speed[name]:8.2f} {speed[name] / speed['BASE']:8.2f}")
+        print(
+            f"{name:10s} {mem[name]['params']:12,d} {per_token:10.1f} "
+            f"{per_token / base_mem:8.2f} {speed[name]:8.2f} {speed[name] / speed['BASE']:8.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ Prints the median over N runs of adl.parse + adl.check for the encoder and the d
 architectures/transformer.*.adl, next to a baseline measured in the same run: Lark alone
 parsing the same two texts (the floor any ADL front end built on Lark pays).
 """
+
 from __future__ import annotations
 
 import argparse

@@ -13,6 +13,7 @@ One run measures, on the same inputs and sizes (Transformer base: d=512, 8 heads
 Each iteration measures the matmul peak and one step of each model back to back, in
 alternating order; the figures are medians of the per-iteration ratios.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,9 @@ class HandWritten(nn.Module):
         self.d = d
         self.src_embed = nn.Embedding(V, d, padding_idx=0)
         self.tgt_embed = nn.Embedding(V, d, padding_idx=0)
-        self.transformer = nn.Transformer(d, heads, layers, layers, ff, dropout=0.1,
-                                          batch_first=True, norm_first=True)
+        self.transformer = nn.Transformer(
+            d, heads, layers, layers, ff, dropout=0.1, batch_first=True, norm_first=True
+        )
         self.output = nn.Linear(d, V)
         self.drop = nn.Dropout(0.1)  # after adding positions, as ADL's pos does
 
@@ -59,8 +61,14 @@ class HandWritten(nn.Module):
         y = self.drop(self.tgt_embed(tgt) * scale + self.positions(tgt.size(1), tgt.device))
         pad = src.eq(0)
         mask = nn.Transformer.generate_square_subsequent_mask(tgt.size(1), device=src.device)
-        z = self.transformer(x, y, src_key_padding_mask=pad, memory_key_padding_mask=pad,
-                             tgt_mask=mask, tgt_is_causal=True)
+        z = self.transformer(
+            x,
+            y,
+            src_key_padding_mask=pad,
+            memory_key_padding_mask=pad,
+            tgt_mask=mask,
+            tgt_is_causal=True,
+        )
         return self.output(z)
 
 
@@ -88,7 +96,7 @@ def matmul_peak(device: str, n: int = 2048, repeat: int = 3) -> float:
         a @ b
         sync(device)
         best = min(best, time.perf_counter() - t)
-    return 2 * n ** 3 / best
+    return 2 * n**3 / best
 
 
 def main() -> None:
@@ -104,14 +112,21 @@ def main() -> None:
     tgt = torch.randint(4, V, (args.batch, args.length + 1), device=dev)
     tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
 
-    ours = adl.build(ARCH / "transformer.enc.adl", ARCH / "transformer.dec.adl", src_vocab=V,
-                     tgt_vocab=V).to(dev).train()
+    ours = (
+        adl.build(
+            ARCH / "transformer.enc.adl", ARCH / "transformer.dec.adl", src_vocab=V, tgt_vocab=V
+        )
+        .to(dev)
+        .train()
+    )
     theirs = HandWritten().to(dev).train()
     n_ours = sum(p.numel() for p in ours.parameters())
     n_theirs = sum(p.numel() for p in theirs.parameters())
     assert n_ours == n_theirs, (n_ours, n_theirs)
-    opts = {id(ours): torch.optim.Adam(ours.parameters(), 1e-4, fused=True),
-            id(theirs): torch.optim.Adam(theirs.parameters(), 1e-4, fused=True)}
+    opts = {
+        id(ours): torch.optim.Adam(ours.parameters(), 1e-4, fused=True),
+        id(theirs): torch.optim.Adam(theirs.parameters(), 1e-4, fused=True),
+    }
 
     with FlopCounterMode(display=False) as counter:
         train_step(ours, opts[id(ours)], src, tgt_in, tgt_out)
@@ -125,7 +140,9 @@ def main() -> None:
     for i in range(args.steps):
         peak = matmul_peak(dev)
         t = {}
-        order = (("adl", ours), ("torch", theirs)) if i % 2 == 0 else (("torch", theirs), ("adl", ours))
+        order = (
+            (("adl", ours), ("torch", theirs)) if i % 2 == 0 else (("torch", theirs), ("adl", ours))
+        )
         for name, m in order:
             sync(dev)
             start = time.perf_counter()
@@ -140,16 +157,24 @@ def main() -> None:
     peak = statistics.median(x[2] for x in times)
 
     tokens = args.batch * args.length
-    print(f"device {dev}, {torch.get_num_threads()} threads, batch {args.batch} x {args.length} "
-          f"tokens per side, {n_ours:,} parameters")
-    print(f"training step, ADL Transformer:          {t_ours * 1000:8.1f} ms  "
-          f"({2 * tokens / t_ours:,.0f} tokens/s)")
+    print(
+        f"device {dev}, {torch.get_num_threads()} threads, batch {args.batch} x {args.length} "
+        f"tokens per side, {n_ours:,} parameters"
+    )
+    print(
+        f"training step, ADL Transformer:          {t_ours * 1000:8.1f} ms  "
+        f"({2 * tokens / t_ours:,.0f} tokens/s)"
+    )
     print(f"training step, torch.nn.Transformer:     {t_theirs * 1000:8.1f} ms")
-    print(f"ratio ADL / torch:                       {statistics.median(ratios):8.3f}  "
-          f"(median of {args.steps} paired steps; goal <= 1.00)")
-    print(f"achieved {flops / t_ours / 1e9:,.1f} GFLOP/s ({flops / 1e9:,.0f} GFLOP a step); "
-          f"of the matmul peak measured beside each step (median {peak / 1e9:,.1f} GFLOP/s): "
-          f"{statistics.median(utilisation):.0%}  (goal >= 60 %)")
+    print(
+        f"ratio ADL / torch:                       {statistics.median(ratios):8.3f}  "
+        f"(median of {args.steps} paired steps; goal <= 1.00)"
+    )
+    print(
+        f"achieved {flops / t_ours / 1e9:,.1f} GFLOP/s ({flops / 1e9:,.0f} GFLOP a step); "
+        f"of the matmul peak measured beside each step (median {peak / 1e9:,.1f} GFLOP/s): "
+        f"{statistics.median(utilisation):.0%}  (goal >= 60 %)"
+    )
 
     print("\nforward time per architecture family (same batch, eval mode):")
     families = {
@@ -158,11 +183,18 @@ def main() -> None:
         "ConvS2S (GLU convolutions)": ("convs2s.enc.adl", "convs2s.dec.adl"),
         "RNN -> Transformer (Table 3, + ff)": ("domhan2018/table3_ff.adl", None),
         "CNN -> Transformer (Table 4, ReLU + ff)": ("domhan2018/table4_cnn_relu_ff.adl", None),
-        "no decoder self-attention (Table 5)": ("transformer.enc.adl", "domhan2018/table5_none.dec.adl"),
+        "no decoder self-attention (Table 5)": (
+            "transformer.enc.adl",
+            "domhan2018/table5_none.dec.adl",
+        ),
     }
     base = None
     for name, (enc, dec) in families.items():
-        m = adl.build(ARCH / enc, ARCH / dec if dec else None, src_vocab=V, tgt_vocab=V).to(dev).eval()
+        m = (
+            adl.build(ARCH / enc, ARCH / dec if dec else None, src_vocab=V, tgt_vocab=V)
+            .to(dev)
+            .eval()
+        )
         with torch.no_grad():
             m(src, tgt_in)
             ts = []

@@ -1,6 +1,6 @@
 """The ADL runtime: trains, decodes and scores the models ``adl.build`` compiles.
 
-    import runtime
+    from adl import runtime
     config = runtime.configure(["enc.adl", "dec.adl"], preset="tiny",
                                train=("data/train.en", "data/train.de"),
                                valid=("data/valid.en", "data/valid.de"))
@@ -10,6 +10,7 @@
 
 It uses only adl's public API. ``adl train`` and ``adl average`` are thin layers over it.
 """
+
 from .checkpoint import average_run, load_for_inference
 from .config import Config, load_config
 from .configure import configure
@@ -19,6 +20,22 @@ from .search import greedy, translate
 from .tokenizer import Tokenizers
 from .train import Summary, Trainer, train
 
-__all__ = ["CheckpointError", "Config", "ConfigError", "DataError", "RunDir", "Summary",
-           "Tokenizers", "Trainer", "TrainingStopped", "UserError", "average_run",
-           "configure", "greedy", "load_config", "load_for_inference", "train", "translate"]
+__all__ = [
+    "CheckpointError",
+    "Config",
+    "ConfigError",
+    "DataError",
+    "RunDir",
+    "Summary",
+    "Tokenizers",
+    "Trainer",
+    "TrainingStopped",
+    "UserError",
+    "average_run",
+    "configure",
+    "greedy",
+    "load_config",
+    "load_for_inference",
+    "train",
+    "translate",
+]

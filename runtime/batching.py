@@ -7,6 +7,7 @@ shuffled. With several processes, rank r takes batches r, r + W, r + 2W, ... (th
 cut to a multiple of W, so that every rank makes the same number of updates). The position
 ``(epoch, index)`` is saved in checkpoints, so a resumed run sees exactly the same batches.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,10 +22,10 @@ from .tokenizer import BOS, EOS, PAD
 
 @dataclass
 class Batch:
-    ids: Tensor          # (B,) example indices in the dataset
-    src: Tensor          # (B, S) source tokens + eos, padded
-    tgt_in: Tensor       # (B, T) bos + target tokens, padded
-    tgt_out: Tensor      # (B, T) target tokens + eos, padded
+    ids: Tensor  # (B,) example indices in the dataset
+    src: Tensor  # (B, S) source tokens + eos, padded
+    tgt_in: Tensor  # (B, T) bos + target tokens, padded
+    tgt_out: Tensor  # (B, T) target tokens + eos, padded
     src_words: Tensor | None = None  # (B, S) word index of each source token
 
     @property
@@ -35,18 +36,19 @@ class Batch:
     def src_tokens(self) -> int:
         return int(self.src.ne(PAD).sum())
 
-    def to(self, device: torch.device) -> "Batch":
-        move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
-        return Batch(self.ids, move(self.src), move(self.tgt_in), move(self.tgt_out),
-                     move(self.src_words))
+    def to(self, device: torch.device) -> Batch:
+        move = lambda t: None if t is None else t.to(device, non_blocking=True)
+        return Batch(
+            self.ids, move(self.src), move(self.tgt_in), move(self.tgt_out), move(self.src_words)
+        )
 
 
 def _gather(tokens: TokenArray, ids: Tensor) -> tuple[Tensor, Tensor]:
     """(B, L) the sequences ``ids`` padded with PAD, and their lengths (B,)."""
-    lengths = tokens.lengths[ids]                                      # (B,)
+    lengths = tokens.lengths[ids]  # (B,)
     width = int(lengths.max())
     steps = torch.arange(width)
-    where = tokens.offsets[ids].unsqueeze(1) + steps                  # (B, L)
+    where = tokens.offsets[ids].unsqueeze(1) + steps  # (B, L)
     inside = steps < lengths.unsqueeze(1)
     where = where.clamp_max(max(len(tokens.flat) - 1, 0))
     out = tokens.flat.index_select(0, where.flatten()).view(where.shape).long()  # (fast)
@@ -58,7 +60,7 @@ def collate(data: ParallelData, ids: Tensor, word_ids=None) -> Batch:
     rows = torch.arange(len(ids))
     src, src_len = _gather(data.src, ids)
     tgt, tgt_len = _gather(data.tgt, ids)
-    pad = lambda t: torch.nn.functional.pad(t, (0, 1), value=PAD)  # noqa: E731
+    pad = lambda t: torch.nn.functional.pad(t, (0, 1), value=PAD)
     src = pad(src)
     src[rows, src_len] = EOS
     tgt_out = pad(tgt)
@@ -68,25 +70,34 @@ def collate(data: ParallelData, ids: Tensor, word_ids=None) -> Batch:
     return Batch(ids, src, tgt_in, tgt_out, words)
 
 
-def make_batches(src_lengths: Tensor, tgt_lengths: Tensor, max_tokens: int,
-                 max_sentences: int = 0, seed: int = 1, epoch: int = 1,
-                 shuffle: bool = True, strict: bool = True) -> list[Tensor]:
+def make_batches(
+    src_lengths: Tensor,
+    tgt_lengths: Tensor,
+    max_tokens: int,
+    max_sentences: int = 0,
+    seed: int = 1,
+    epoch: int = 1,
+    shuffle: bool = True,
+    strict: bool = True,
+) -> list[Tensor]:
     """Index batches for one epoch (deterministic in ``seed`` and ``epoch``).
 
     ``strict``: a pair longer than ``max_tokens`` is an error (training); otherwise it
     gets a batch of its own (validation)."""
     n = len(src_lengths)
-    cost = torch.maximum(src_lengths, tgt_lengths) + 1        # the longer side, with bos/eos
+    cost = torch.maximum(src_lengths, tgt_lengths) + 1  # the longer side, with bos/eos
     if shuffle:
         g = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
         order = torch.randperm(n, generator=g)
     else:
         order = torch.arange(n)
-    order = order[torch.sort(cost[order], stable=True).indices]   # bucket by length
+    order = order[torch.sort(cost[order], stable=True).indices]  # bucket by length
     too_long = int(cost.max())
     if strict and too_long > max_tokens:
-        raise DataError(f"a sentence pair needs {too_long} tokens but a batch holds "
-                        f"train.max_tokens={max_tokens}: raise it or lower data.max_len")
+        raise DataError(
+            f"a sentence pair needs {too_long} tokens but a batch holds "
+            f"train.max_tokens={max_tokens}: raise it or lower data.max_len"
+        )
     batches, start, longest = [], 0, 0
     costs = cost[order].tolist()
     for i, c in enumerate(costs):
@@ -106,31 +117,47 @@ def make_batches(src_lengths: Tensor, tgt_lengths: Tensor, max_tokens: int,
 class BatchStream:
     """An endless stream of training batches for one rank, with a resumable position."""
 
-    def __init__(self, data: ParallelData, max_tokens: int, max_sentences: int = 0,
-                 seed: int = 1, rank: int = 0, world: int = 1, word_ids=None):
+    def __init__(
+        self,
+        data: ParallelData,
+        max_tokens: int,
+        max_sentences: int = 0,
+        seed: int = 1,
+        rank: int = 0,
+        world: int = 1,
+        word_ids=None,
+    ):
         self.data = data
         self.max_tokens, self.max_sentences, self.seed = max_tokens, max_sentences, seed
         self.rank, self.world = rank, world
         self.word_ids = word_ids
-        self.epoch, self.index = 1, 0      # the next batch is batch `index` of epoch `epoch`
+        self.epoch, self.index = 1, 0  # the next batch is batch `index` of epoch `epoch`
         self._epoch_batches: list[Tensor] | None = None
 
     def batches(self, epoch: int) -> list[Tensor]:
         """This rank's index batches of an epoch."""
-        every = make_batches(self.data.src.lengths, self.data.tgt.lengths, self.max_tokens,
-                             self.max_sentences, self.seed, epoch)
+        every = make_batches(
+            self.data.src.lengths,
+            self.data.tgt.lengths,
+            self.max_tokens,
+            self.max_sentences,
+            self.seed,
+            epoch,
+        )
         if len(every) < self.world:
-            raise DataError(f"the training data makes {len(every)} batches, fewer than the "
-                            f"{self.world} processes: lower train.max_tokens")
-        every = every[:len(every) - len(every) % self.world]
-        return every[self.rank::self.world]
+            raise DataError(
+                f"the training data makes {len(every)} batches, fewer than the "
+                f"{self.world} processes: lower train.max_tokens"
+            )
+        every = every[: len(every) - len(every) % self.world]
+        return every[self.rank :: self.world]
 
     def _current(self) -> list[Tensor]:
         if self._epoch_batches is None:
             self._epoch_batches = self.batches(self.epoch)
         return self._epoch_batches
 
-    def __iter__(self) -> "BatchStream":
+    def __iter__(self) -> BatchStream:
         return self
 
     def __next__(self) -> Batch:
@@ -148,8 +175,7 @@ class BatchStream:
         return self.epoch - 1 + self.index / max(len(self._current()), 1)
 
     def state_dict(self) -> dict:
-        return {"epoch": self.epoch, "index": self.index, "seed": self.seed,
-                "world": self.world}
+        return {"epoch": self.epoch, "index": self.index, "seed": self.seed, "world": self.world}
 
     def load_state_dict(self, state: dict) -> None:
         self.epoch, self.index = int(state["epoch"]), int(state["index"])

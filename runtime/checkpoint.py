@@ -6,6 +6,7 @@ schedule, data position and RNG states for an exact resume, the configuration, a
 sentencepiece models' bytes — so one file is enough to translate. Loading always uses
 ``torch.load(weights_only=True)``: a file that carries pickled code is refused, never run.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,9 @@ import pickle
 import re
 import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import torch
 
@@ -101,7 +103,8 @@ def load(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str
                 f"{path}: refused: the file carries a pickled Python object "
                 f"({found.group(1)}), and loading it could run code. An ADL checkpoint holds "
                 "only tensors and plain data; this file was not written by adl train, or was "
-                "tampered with.") from None
+                "tampered with."
+            ) from None
         raise CheckpointError(f"{path}: not a checkpoint (damaged, or another format)") from None
     except (RuntimeError, EOFError, OSError, ValueError) as exc:
         raise CheckpointError(f"{path}: cannot read the checkpoint: {exc}") from None
@@ -123,7 +126,7 @@ def resolve(run_or_file: str | Path, which: str = "best") -> Path:
         if run.best.is_file():
             return run.best
         if run.last.is_file() and not _had_validation(run):
-            return run.last   # a run without a validation set has no best: its last
+            return run.last  # a run without a validation set has no best: its last
         raise CheckpointError(f"{path}: no checkpoints/best.pt yet")
     if which == "last":
         if run.last.is_file():
@@ -132,8 +135,9 @@ def resolve(run_or_file: str | Path, which: str = "best") -> Path:
     if which == "average":
         if run.average.is_file():
             return run.average
-        raise CheckpointError(f"{path}: no checkpoints/average.pt: make it with "
-                              f"`adl average {path} --last 5`")
+        raise CheckpointError(
+            f"{path}: no checkpoints/average.pt: make it with `adl average {path} --last 5`"
+        )
     for candidate in (Path(which), run.checkpoints / which):
         if candidate.is_file():
             return candidate
@@ -149,11 +153,16 @@ def _had_validation(run: RunDir) -> bool:
     return bool((data.get("data") or {}).get("valid_src"))
 
 
-def load_for_inference(run_or_file: str | Path, which: str = "best",
-                       device: str | torch.device = "cpu"):
+def load_for_inference(
+    run_or_file: str | Path,
+    which: str = "best",
+    device: str | torch.device = "cpu",
+    decode_attention: str | None = None,
+):
     """``(model, tokenizers)`` from a run directory (``which`` = best | last | average |
     a checkpoint file name) or from a checkpoint file. The model is in eval mode on
-    ``device``; the tokenizers come from the checkpoint itself."""
+    ``device``; the tokenizers come from the checkpoint itself. ``decode_attention``
+    (soft | hard) decodes the decoder's attention that way (``adl.build``)."""
     import adl
 
     from .tokenizer import Tokenizers
@@ -161,14 +170,16 @@ def load_for_inference(run_or_file: str | Path, which: str = "best",
     path = resolve(run_or_file, which)
     state = load(path)
     try:
-        model = adl.build_from_spec(state["spec"])
+        model = adl.build_from_spec(state.get("spec"), decode_attention=decode_attention)
     except adl.ADLError as exc:
         raise CheckpointError(f"{path}: its model description does not build:\n{exc}") from None
     try:
         model.load_state_dict(state["model"])
     except RuntimeError:
-        raise CheckpointError(f"{path}: its weights do not fit the model it describes (a "
-                              "checkpoint of another architecture, or a damaged one)") from None
+        raise CheckpointError(
+            f"{path}: its weights do not fit the model it describes (a "
+            "checkpoint of another architecture, or a damaged one)"
+        ) from None
     model.to(device).eval()
     return model, Tokenizers.from_state(state["tokenizer"])
 
@@ -194,16 +205,24 @@ def average(paths: list[Path]) -> dict[str, Any]:
                 acc = tensor.double()
                 total[name] = acc if name not in total else total[name] + acc
             else:
-                total[name] = tensor            # integer buffers: the newest value
+                total[name] = tensor  # integer buffers: the newest value
         steps.append(int(state["step"]))
         if not newest or state["step"] >= newest["step"]:
             newest = state
     dtypes = {k: v.dtype for k, v in newest["model"].items()}
-    averaged = {k: (v / len(paths)).to(dtypes[k]) if v.is_floating_point() else v
-                for k, v in total.items()}
-    return {"format": FORMAT, "step": newest["step"], "spec": newest["spec"],
-            "model": averaged, "tokenizer": newest["tokenizer"], "config": newest["config"],
-            "averaged_steps": sorted(steps), "metrics": {}}
+    averaged = {
+        k: (v / len(paths)).to(dtypes[k]) if v.is_floating_point() else v for k, v in total.items()
+    }
+    return {
+        "format": FORMAT,
+        "step": newest["step"],
+        "spec": newest["spec"],
+        "model": averaged,
+        "tokenizer": newest["tokenizer"],
+        "config": newest["config"],
+        "averaged_steps": sorted(steps),
+        "metrics": {},
+    }
 
 
 def choose(run: RunDir, last: int | None = None, best: int | None = None) -> list[Path]:
@@ -220,22 +239,33 @@ def choose(run: RunDir, last: int | None = None, best: int | None = None) -> lis
     else:
         trainer = load(run.last).get("trainer", {})
         metric = trainer.get("metric", "ppl")
-        scored = [(h["value"], h["step"]) for h in trainer.get("history", [])
-                  if h["step"] in files and h.get("value") is not None]
+        scored = [
+            (h["value"], h["step"])
+            for h in trainer.get("history", [])
+            if h["step"] in files and h.get("value") is not None
+        ]
         if not scored:
-            raise CheckpointError(f"{run.root}: no validated checkpoints to pick the best "
-                                  "from (the run had no validation set?): use --last")
+            raise CheckpointError(
+                f"{run.root}: no validated checkpoints to pick the best "
+                "from (the run had no validation set?): use --last"
+            )
         scored.sort(key=lambda vs: (vs[0] if LOWER_IS_BETTER[metric] else -vs[0], -vs[1]))
         picked = sorted(step for _, step in scored[:n])
     if len(picked) < n:
-        raise CheckpointError(f"{run.root}: only {len(picked)} checkpoint"
-                              f"{'s' if len(picked) != 1 else ''} to choose from, not {n} "
-                              "(train.keep_last / train.keep_best decide how many are kept)")
+        raise CheckpointError(
+            f"{run.root}: only {len(picked)} checkpoint"
+            f"{'s' if len(picked) != 1 else ''} to choose from, not {n} "
+            "(train.keep_last / train.keep_best decide how many are kept)"
+        )
     return [files[s] for s in picked]
 
 
-def average_run(run_dir: str | Path, last: int | None = None, best: int | None = None,
-                out: str | Path | None = None) -> tuple[Path, list[int]]:
+def average_run(
+    run_dir: str | Path,
+    last: int | None = None,
+    best: int | None = None,
+    out: str | Path | None = None,
+) -> tuple[Path, list[int]]:
     """Average the last or best N checkpoints of a run into ``out`` (default
     RUN/checkpoints/average.pt); returns the file and the steps averaged."""
     run = RunDir(Path(run_dir))

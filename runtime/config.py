@@ -6,14 +6,16 @@ any YAML file with the same sections) overrides some of them, and ``--set sectio
 (or a bare ``key=value`` when the name is unambiguous) overrides those. Unknown keys are an
 error with a did-you-mean. The effective configuration is written to ``RUN/config.yaml``.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import difflib
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -24,86 +26,91 @@ PRESETS = Path(__file__).resolve().parent / "presets"
 
 @dataclass
 class ModelConfig:
-    encoder: str | None = None        # encoder .adl file, or one file defining encoder = and decoder =
-    decoder: str | None = None        # decoder .adl file (None: the encoder file defines both)
-    joint: str | None = None          # a joint (decoder-only) .adl file, instead of encoder/decoder
-    d_model: int = 512                # model size, $d_model in the ADL files
-    heads: int = 8                    # default attention heads, $heads
-    dropout: float = 0.1              # default dropout rate, $dropout
+    encoder: str | None = None  # encoder .adl file, or one file defining encoder = and decoder =
+    decoder: str | None = None  # decoder .adl file (None: the encoder file defines both)
+    joint: str | None = None  # a joint (decoder-only) .adl file, instead of encoder/decoder
+    d_model: int = 512  # model size, $d_model in the ADL files
+    heads: int = 8  # default attention heads, $heads
+    dropout: float = 0.1  # default dropout rate, $dropout
     vars: dict = field(default_factory=dict)  # other $NAME values the ADL files read
-    tie_embeddings: bool = False      # output layer W_o shares the target embedding
-    share_embeddings: bool = False    # one embedding for source and target (needs data.joint_vocab)
+    tie_embeddings: bool = False  # output layer W_o shares the target embedding
+    share_embeddings: bool = False  # one embedding for source and target (needs data.joint_vocab)
 
 
 @dataclass
 class DataConfig:
-    train_src: str | None = None      # training source text, one sentence a line
-    train_tgt: str | None = None      # training target text, line-aligned with train_src
-    valid_src: str | None = None      # validation source (optional: no validation without it)
-    valid_tgt: str | None = None      # validation target (reference translations)
-    joint_vocab: bool = True          # one sentencepiece model for both languages
-    vocab_size: int = 8000            # pieces per sentencepiece model (a soft limit on small data)
-    spm_type: str = "unigram"         # sentencepiece model type: unigram | bpe | char | word
-    character_coverage: float = 1.0   # sentencepiece: share of characters covered (0.9995 for CJK)
-    spm_sentences: int = 2_000_000    # sentences sentencepiece samples for training (0: all)
-    spm_model: str | None = None      # an existing joint sentencepiece model (skips training)
-    spm_src: str | None = None        # an existing source sentencepiece model
-    spm_tgt: str | None = None        # an existing target sentencepiece model
-    max_len: int = 256                # drop pairs with more tokens than this on a side (0: keep)
-    max_ratio: float = 9.0            # drop pairs with a token ratio above this (0: keep; Moses' 9)
-    valid_max: int = 0                # validation sentences used (0: all)
+    train_src: str | None = None  # training source text, one sentence a line
+    train_tgt: str | None = None  # training target text, line-aligned with train_src
+    valid_src: str | None = None  # validation source (optional: no validation without it)
+    valid_tgt: str | None = None  # validation target (reference translations)
+    joint_vocab: bool = True  # one sentencepiece model for both languages
+    vocab_size: int = 8000  # pieces per sentencepiece model (a soft limit on small data)
+    spm_type: str = "unigram"  # sentencepiece model type: unigram | bpe | char | word
+    character_coverage: float = 1.0  # sentencepiece: share of characters covered (0.9995 for CJK)
+    spm_sentences: int = 2_000_000  # sentences sentencepiece samples for training (0: all)
+    spm_model: str | None = None  # an existing joint sentencepiece model (skips training)
+    spm_src: str | None = None  # an existing source sentencepiece model
+    spm_tgt: str | None = None  # an existing target sentencepiece model
+    max_len: int = 256  # drop pairs with more tokens than this on a side (0: keep)
+    max_ratio: float = 9.0  # drop pairs with a token ratio above this (0: keep; Moses' 9)
+    valid_max: int = 0  # validation sentences used (0: all)
 
 
 @dataclass
 class OptimConfig:
-    optimizer: str = "adam"           # adam | adamw (decoupled weight decay)
-    lr: float = 2e-4                  # peak learning rate (the schedule scales it)
+    optimizer: str = "adam"  # adam | adamw (decoupled weight decay)
+    lr: float = 2e-4  # peak learning rate (the schedule scales it)
     betas: list = field(default_factory=lambda: [0.9, 0.999])  # Adam's beta1, beta2
-    eps: float = 1e-8                 # Adam's epsilon
-    weight_decay: float = 0.0         # L2 (adam) or decoupled (adamw) weight decay
-    clip_norm: float = 1.0            # clip the gradient's global norm to this (0: no clipping)
-    label_smoothing: float = 0.1      # epsilon of label smoothing (0: plain cross-entropy)
+    eps: float = 1e-8  # Adam's epsilon
+    weight_decay: float = 0.0  # L2 (adam) or decoupled (adamw) weight decay
+    clip_norm: float = 1.0  # clip the gradient's global norm to this (0: no clipping)
+    label_smoothing: float = 0.1  # epsilon of label smoothing (0: plain cross-entropy)
 
 
 @dataclass
 class ScheduleConfig:
-    kind: str = "plateau"             # constant | inverse_sqrt | linear | plateau
-    warmup: int = 0                   # updates of linear warm-up from warmup_init to optim.lr
-    warmup_init: float = 0.0          # learning rate at update 0 of the warm-up
-    factor: float = 0.7               # plateau: multiply the rate by this when validation stalls
-    patience: int = 8                 # plateau: validations without a better perplexity first
-    min_lr: float = 0.0               # the rate never goes below this (plateau, linear)
+    kind: str = "plateau"  # constant | inverse_sqrt | linear | plateau
+    warmup: int = 0  # updates of linear warm-up from warmup_init to optim.lr
+    warmup_init: float = 0.0  # learning rate at update 0 of the warm-up
+    factor: float = 0.7  # plateau: multiply the rate by this when validation stalls
+    patience: int = 8  # plateau: validations without a better perplexity first
+    min_lr: float = 0.0  # the rate never goes below this (plateau, linear)
 
 
 @dataclass
 class TrainConfig:
-    max_tokens: int = 4096            # tokens in a batch (padded, the longer side), per process
-    max_sentences: int = 0            # sentences in a batch at most (0: no limit)
-    accumulate: int = 1               # batches per update (gradient accumulation)
-    max_steps: int = 100_000          # updates to run (0: no limit)
-    max_epochs: int = 0               # passes over the training data (0: no limit)
-    max_minutes: float = 0.0          # stop (with a checkpoint) after this much training time (0: no limit)
-    seed: int = 1                     # seeds the weights, dropout and batch order
-    log_every: int = 100              # updates between training log lines
-    valid_every: int = 1000           # updates between validations and checkpoints
-    keep_last: int = 5                # step-N.pt checkpoints kept (0: all)
-    keep_best: int = 1                # best step-N.pt checkpoints kept besides (for averaging)
-    best_metric: str = "ppl"          # best.pt is best by: ppl | loss | acc | bleu | chrf
-    patience: int = 0                 # stop after this many validations without a better best (0: never)
-    bleu: bool = True                 # greedy-decode the validation set for BLEU and chrF
-    decode_len_a: float = 1.5         # greedy decoding stops at a * source length + b tokens
-    decode_len_b: int = 10            # (see decode_len_a)
-    max_bad_steps: int = 10           # stop after this many non-finite losses in a row
-    device: str = "auto"              # auto (cuda when there is one) | cpu | cuda | cuda:N
-    bf16: bool = True                 # bf16 autocast (CUDA only; CPU always trains in float32)
-    compile: bool = False             # run the training forward pass through torch.compile
-    threads: int = 0                  # CPU threads of torch (0: torch's default)
-    tensorboard: bool = True          # also write TensorBoard logs when tensorboard is installed
-    find_unused: bool = False         # DDP: allow parameters without gradients (slower)
+    max_tokens: int = 4096  # tokens in a batch (padded, the longer side), per process
+    max_sentences: int = 0  # sentences in a batch at most (0: no limit)
+    accumulate: int = 1  # batches per update (gradient accumulation)
+    max_steps: int = 100_000  # updates to run (0: no limit)
+    max_epochs: int = 0  # passes over the training data (0: no limit)
+    max_minutes: float = 0.0  # stop (with a checkpoint) after this much training time (0: no limit)
+    seed: int = 1  # seeds the weights, dropout and batch order
+    log_every: int = 100  # updates between training log lines
+    valid_every: int = 1000  # updates between validations and checkpoints
+    keep_last: int = 5  # step-N.pt checkpoints kept (0: all)
+    keep_best: int = 1  # best step-N.pt checkpoints kept besides (for averaging)
+    best_metric: str = "ppl"  # best.pt is best by: ppl | loss | acc | bleu | chrf
+    patience: int = 0  # stop after this many validations without a better best (0: never)
+    bleu: bool = True  # greedy-decode the validation set for BLEU and chrF
+    decode_len_a: float = 1.5  # greedy decoding stops at a * source length + b tokens
+    decode_len_b: int = 10  # (see decode_len_a)
+    max_bad_steps: int = 10  # stop after this many non-finite losses in a row
+    device: str = "auto"  # auto (cuda when there is one) | cpu | cuda | cuda:N
+    bf16: bool = True  # bf16 autocast (CUDA only; CPU always trains in float32)
+    compile: bool = False  # run the training forward pass through torch.compile
+    threads: int = 0  # CPU threads of torch (0: torch's default)
+    tensorboard: bool = True  # also write TensorBoard logs when tensorboard is installed
+    find_unused: bool = False  # DDP: allow parameters without gradients (slower)
 
 
-SECTIONS = {"model": ModelConfig, "data": DataConfig, "optim": OptimConfig,
-            "schedule": ScheduleConfig, "train": TrainConfig}
+SECTIONS = {
+    "model": ModelConfig,
+    "data": DataConfig,
+    "optim": OptimConfig,
+    "schedule": ScheduleConfig,
+    "train": TrainConfig,
+}
 
 CHOICES = {
     ("data", "spm_type"): ("unigram", "bpe", "char", "word"),
@@ -127,16 +134,24 @@ class Config:
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=False)
 
-    def validate(self) -> "Config":
+    def validate(self) -> Config:
         """Cross-field checks; raises :class:`ConfigError`."""
         for (section, key), allowed in CHOICES.items():
             value = getattr(getattr(self, section), key)
             if value not in allowed:
-                raise ConfigError(f"{section}.{key} must be one of {', '.join(allowed)}, "
-                                  f"not {value!r}")
-        positive = [("train", "max_tokens"), ("train", "accumulate"), ("train", "log_every"),
-                    ("train", "valid_every"), ("train", "max_bad_steps"),
-                    ("data", "vocab_size"), ("model", "d_model"), ("model", "heads")]
+                raise ConfigError(
+                    f"{section}.{key} must be one of {', '.join(allowed)}, not {value!r}"
+                )
+        positive = [
+            ("train", "max_tokens"),
+            ("train", "accumulate"),
+            ("train", "log_every"),
+            ("train", "valid_every"),
+            ("train", "max_bad_steps"),
+            ("data", "vocab_size"),
+            ("model", "d_model"),
+            ("model", "heads"),
+        ]
         for section, key in positive:
             if getattr(getattr(self, section), key) <= 0:
                 raise ConfigError(f"{section}.{key} must be positive")
@@ -149,15 +164,20 @@ class Config:
         if self.schedule.kind == "linear" and self.train.max_steps <= 0:
             raise ConfigError("schedule.kind=linear decays to train.max_steps: set it")
         if self.train.best_metric in ("bleu", "chrf") and not self.train.bleu:
-            raise ConfigError(f"train.best_metric={self.train.best_metric} needs "
-                              "train.bleu=true (greedy decoding of the validation set)")
+            raise ConfigError(
+                f"train.best_metric={self.train.best_metric} needs "
+                "train.bleu=true (greedy decoding of the validation set)"
+            )
         t = self.train
         if not (t.max_steps or t.max_epochs or (t.patience and self.data.valid_src)):
-            raise ConfigError("the run would never end: set train.max_steps, "
-                              "train.max_epochs, or train.patience with a validation set")
+            raise ConfigError(
+                "the run would never end: set train.max_steps, "
+                "train.max_epochs, or train.patience with a validation set"
+            )
         if self.model.share_embeddings and not (self.data.joint_vocab or self.data.spm_model):
-            raise ConfigError("model.share_embeddings needs one vocabulary: "
-                              "set data.joint_vocab=true")
+            raise ConfigError(
+                "model.share_embeddings needs one vocabulary: set data.joint_vocab=true"
+            )
         return self
 
 
@@ -179,8 +199,9 @@ def _resolve_key(key: str) -> tuple[str, str, str | None]:
         if len(owners) == 1:
             return owners[0], key, None
         if len(owners) > 1:
-            raise ConfigError(f"'{key}' is ambiguous: say "
-                              + " or ".join(f"{s}.{key}" for s in owners))
+            raise ConfigError(
+                f"'{key}' is ambiguous: say " + " or ".join(f"{s}.{key}" for s in owners)
+            )
     raise ConfigError(_unknown(key))
 
 
@@ -243,8 +264,14 @@ def _number(value: Any) -> Any:
 
 
 def _type_name(t: Any) -> str:
-    return {bool: "true or false", int: "an integer", float: "a number", str: "a string",
-            list: "a list of numbers", dict: "a mapping"}.get(t, str(t))
+    return {
+        bool: "true or false",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list of numbers",
+        dict: "a mapping",
+    }.get(t, str(t))
 
 
 def set_value(config: Config, key: str, value: Any) -> None:
@@ -262,11 +289,14 @@ def merge(config: Config, data: Mapping[str, Any], origin: str) -> Config:
     if not isinstance(data, Mapping):
         raise ConfigError(f"{origin}: expected sections such as 'model:' and 'train:'")
     for section, values in data.items():
+        if section == ARCHITECTURES:
+            continue  # the files a preset is for: read by preset_files, not a setting
         if section not in SECTIONS:
             close = difflib.get_close_matches(str(section), list(SECTIONS), n=1, cutoff=0.5)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise ConfigError(f"{origin}: unknown section '{section}'{hint}; sections: "
-                              f"{', '.join(SECTIONS)}")
+            raise ConfigError(
+                f"{origin}: unknown section '{section}'{hint}; sections: {', '.join(SECTIONS)}"
+            )
         if values is None:
             continue
         if not isinstance(values, Mapping):
@@ -296,6 +326,32 @@ def preset_path(name: str) -> Path:
     return found
 
 
+ARCHITECTURES = "architectures"  # a preset's list of the .adl files (globs) it is meant for
+ROOT = PRESETS.parent.parent  # the source tree: presets name files under ROOT/architectures
+
+
+def preset_files(name: str) -> list[Path]:
+    """The .adl files a preset names in its ``architectures:`` list (globs relative to the
+    source tree's ``architectures/`` folder), sorted; empty when it names none."""
+    path = preset_path(name)
+    patterns = (read_yaml(path) or {}).get(ARCHITECTURES) or []
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise ConfigError(f"{path}: '{ARCHITECTURES}' must be a list of file names or globs")
+    folder = ROOT / "architectures"
+    if patterns and not folder.is_dir():
+        raise ConfigError(
+            f"preset {name} names files of the source tree's architectures/ folder, which this "
+            "installation does not have: give the .adl files"
+        )
+    found: set[Path] = set()
+    for pattern in patterns:
+        matches = sorted(folder.glob(pattern))
+        if not matches:
+            raise ConfigError(f"{path}: '{pattern}' matches no file in {folder}")
+        found.update(matches)
+    return sorted(found)
+
+
 def presets() -> list[str]:
     return sorted(p.stem for p in PRESETS.glob("*.yaml"))
 
@@ -321,8 +377,11 @@ def parse_override(item: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
-def load_config(preset: str | None = None, overrides: list[str] | tuple[str, ...] = (),
-                base: Mapping[str, Any] | None = None) -> Config:
+def load_config(
+    preset: str | None = None,
+    overrides: list[str] | tuple[str, ...] = (),
+    base: Mapping[str, Any] | None = None,
+) -> Config:
     """The defaults, then ``base`` (e.g. a stored config), then a preset, then ``--set`` items."""
     config = Config()
     if base is not None:
@@ -341,7 +400,9 @@ def from_dict(data: Mapping[str, Any], origin: str = "config") -> Config:
 
 
 def write(config: Config, path: Path) -> None:
-    header = ("# The effective configuration of this run, written by adl train.\n"
-              "# `adl train --resume --out DIR` continues from it; "
-              "`--set key=value` changes a setting.\n")
+    header = (
+        "# The effective configuration of this run, written by adl train.\n"
+        "# `adl train --resume --out DIR` continues from it; "
+        "`--set key=value` changes a setting.\n"
+    )
     path.write_text(header + config.to_yaml(), encoding="utf-8")

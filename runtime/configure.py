@@ -4,11 +4,12 @@ Precedence: the defaults, the stored configuration (``resume``), the preset, the
 data given, then ``--set`` items. A resumed run keeps its model and data: giving others is
 an error (the same ones again are fine, so a command re-run with ``--resume`` works).
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from . import config as cfgmod
 from .config import Config
@@ -17,10 +18,16 @@ from .errors import ConfigError, UserError
 from .rundir import RunDir
 
 
-def configure(files: Sequence[str] = (), *, preset: str | None = None,
-              sets: Sequence[str] = (), train: tuple[str, str] | None = None,
-              valid: tuple[str, str] | None = None, resume_from: str | Path | None = None,
-              compile: bool = False) -> Config:
+def configure(
+    files: Sequence[str] = (),
+    *,
+    preset: str | None = None,
+    sets: Sequence[str] = (),
+    train: tuple[str, str] | None = None,
+    valid: tuple[str, str] | None = None,
+    resume_from: str | Path | None = None,
+    compile: bool = False,
+) -> Config:
     """``train``/``valid``: (source file, target file). ``resume_from``: a run directory
     whose config.yaml is the starting point."""
     stored = None
@@ -32,7 +39,7 @@ def configure(files: Sequence[str] = (), *, preset: str | None = None,
         _absolute_paths(stored)
     config = cfgmod.load_config(preset, base=stored.to_dict() if stored else None)
     if files:
-        from .model import assign_files   # imports adl (and torch) only when needed
+        from .model import assign_files  # imports adl (and torch) only when needed
 
         for key, value in assign_files(list(files)).items():
             setattr(config.model, key, value)
@@ -45,21 +52,27 @@ def configure(files: Sequence[str] = (), *, preset: str | None = None,
     for item in sets:
         key, value = cfgmod.parse_override(item)
         cfgmod.set_value(config, key, value)
-    _absolute_paths(config)        # the run resumes from any directory
+    _absolute_paths(config)  # the run resumes from any directory
     if stored is not None:
-        changed = [f"{section}.{name}" for section in ("model", "data")
-                   for name, value in getattr(config, section).__dict__.items()
-                   if getattr(getattr(stored, section), name) != value]
+        changed = [
+            f"{section}.{name}"
+            for section in ("model", "data")
+            for name, value in getattr(config, section).__dict__.items()
+            if getattr(getattr(stored, section), name) != value
+        ]
         if changed:
-            raise ConfigError(f"{resume_from} was trained with other model or data settings "
-                              f"({', '.join(changed)}): a resumed run keeps its own; start a "
-                              "new run (another --out) to change them")
+            raise ConfigError(
+                f"{resume_from} was trained with other model or data settings "
+                f"({', '.join(changed)}): a resumed run keeps its own; start a "
+                "new run (another --out) to change them"
+            )
     return config.validate()
 
 
-PATHS = {"model": ("encoder", "decoder", "joint"),
-         "data": ("train_src", "train_tgt", "valid_src", "valid_tgt", "spm_model", "spm_src",
-                  "spm_tgt")}
+PATHS = {
+    "model": ("encoder", "decoder", "joint"),
+    "data": ("train_src", "train_tgt", "valid_src", "valid_tgt", "spm_model", "spm_src", "spm_tgt"),
+}
 
 
 def _absolute_paths(config: Config) -> None:
@@ -71,8 +84,9 @@ def _absolute_paths(config: Config) -> None:
                 setattr(part, name, os.path.abspath(os.path.expanduser(value)))
 
 
-def data_files(prefix: str | None, langs: Sequence[str] | None, src: str | None,
-               tgt: str | None, what: str) -> tuple[str, str] | None:
+def data_files(
+    prefix: str | None, langs: Sequence[str] | None, src: str | None, tgt: str | None, what: str
+) -> tuple[str, str] | None:
     """(source, target) from ``PREFIX`` + ``--langs`` or from explicit files."""
     if prefix and (src or tgt):
         raise ConfigError(f"give --{what} PREFIX or --{what}-src/--{what}-tgt, not both")

@@ -4,12 +4,13 @@ Files hold one sentence a line, line-aligned (``train.en`` / ``train.de``). A pa
 empty side is skipped and counted. Bad data stops with one message that names the file and
 the line: files of different lengths, an empty file, bytes that are not UTF-8.
 """
+
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import torch
 from torch import Tensor
@@ -35,8 +36,10 @@ def read_lines(path: str | Path) -> list[str]:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise DataError(f"{path}:{line}: not valid UTF-8 (byte {column} of the line: "
-                        f"{data[exc.start:exc.start + 1]!r})") from None
+        raise DataError(
+            f"{path}:{line}: not valid UTF-8 (byte {column} of the line: "
+            f"{data[exc.start : exc.start + 1]!r})"
+        ) from None
     if text.startswith("\ufeff"):
         text = text[1:]
     lines = text.split("\n")  # not splitlines(): U+2028 and friends are not line ends here
@@ -53,20 +56,31 @@ class TextPairs:
     tgt: list[str]
     src_path: str
     tgt_path: str
-    lines: int          # lines in each file
-    empty: int          # pairs skipped because a side was empty
+    lines: int  # lines in each file
+    empty: int  # pairs skipped because a side was empty
 
 
 def read_parallel(src_path: str | Path, tgt_path: str | Path) -> TextPairs:
     src, tgt = read_lines(src_path), read_lines(tgt_path)
     if len(src) != len(tgt):
-        short, long_, n = ((src_path, tgt_path, len(src)) if len(src) < len(tgt)
-                           else (tgt_path, src_path, len(tgt)))
-        raise DataError(f"{long_}:{n + 1}: this line has no partner: {long_} has "
-                        f"{max(len(src), len(tgt)):,} lines but {short} has {n:,}")
+        short, long_, n = (
+            (src_path, tgt_path, len(src))
+            if len(src) < len(tgt)
+            else (tgt_path, src_path, len(tgt))
+        )
+        raise DataError(
+            f"{long_}:{n + 1}: this line has no partner: {long_} has "
+            f"{max(len(src), len(tgt)):,} lines but {short} has {n:,}"
+        )
     keep = [i for i, (s, t) in enumerate(zip(src, tgt)) if s.strip() and t.strip()]
-    return TextPairs([src[i].strip() for i in keep], [tgt[i].strip() for i in keep],
-                     str(src_path), str(tgt_path), len(src), len(src) - len(keep))
+    return TextPairs(
+        [src[i].strip() for i in keep],
+        [tgt[i].strip() for i in keep],
+        str(src_path),
+        str(tgt_path),
+        len(src),
+        len(src) - len(keep),
+    )
 
 
 def _tensor(values: array, dtype: torch.dtype) -> Tensor:
@@ -80,12 +94,12 @@ class TokenArray:
     """Many token sequences in one flat int32 tensor (small and fast to slice)."""
 
     def __init__(self, flat: Tensor, offsets: Tensor):
-        self.flat = flat             # (total,) int32
-        self.offsets = offsets       # (N + 1,) int64: sequence i is flat[offsets[i]:offsets[i+1]]
+        self.flat = flat  # (total,) int32
+        self.offsets = offsets  # (N + 1,) int64: sequence i is flat[offsets[i]:offsets[i+1]]
         self.lengths = offsets[1:] - offsets[:-1]
 
     @classmethod
-    def from_lists(cls, seqs: Iterable[Sequence[int]]) -> "TokenArray":
+    def from_lists(cls, seqs: Iterable[Sequence[int]]) -> TokenArray:
         flat, offsets = array("i"), array("q", [0])
         for seq in seqs:
             flat.extend(seq)
@@ -96,21 +110,21 @@ class TokenArray:
         return len(self.offsets) - 1
 
     def __getitem__(self, i: int) -> Tensor:
-        return self.flat[int(self.offsets[i]):int(self.offsets[i + 1])]
+        return self.flat[int(self.offsets[i]) : int(self.offsets[i + 1])]
 
-    def select(self, index: Tensor) -> "TokenArray":
+    def select(self, index: Tensor) -> TokenArray:
         return TokenArray.from_lists(self[int(i)].tolist() for i in index)
 
 
 @dataclass
 class FilterStats:
-    lines: int = 0        # lines per file
-    empty: int = 0        # pairs with an empty side, skipped
-    too_long: int = 0     # pairs over max_len tokens on a side, dropped
-    bad_ratio: int = 0    # pairs whose token ratio exceeds max_ratio, dropped
-    kept: int = 0         # pairs used
-    src_tokens: int = 0   # source tokens of the kept pairs
-    tgt_tokens: int = 0   # target tokens of the kept pairs
+    lines: int = 0  # lines per file
+    empty: int = 0  # pairs with an empty side, skipped
+    too_long: int = 0  # pairs over max_len tokens on a side, dropped
+    bad_ratio: int = 0  # pairs whose token ratio exceeds max_ratio, dropped
+    kept: int = 0  # pairs used
+    src_tokens: int = 0  # source tokens of the kept pairs
+    tgt_tokens: int = 0  # target tokens of the kept pairs
 
     def describe(self, name: str) -> str:
         parts = [f"{name}: {self.lines:,} lines"]
@@ -120,8 +134,10 @@ class FilterStats:
             parts.append(f"{self.too_long:,} too long dropped")
         if self.bad_ratio:
             parts.append(f"{self.bad_ratio:,} over the length ratio dropped")
-        parts.append(f"{self.kept:,} pairs kept ({self.src_tokens:,} source / "
-                     f"{self.tgt_tokens:,} target tokens)")
+        parts.append(
+            f"{self.kept:,} pairs kept ({self.src_tokens:,} source / "
+            f"{self.tgt_tokens:,} target tokens)"
+        )
         return ", ".join(parts)
 
 
@@ -132,8 +148,8 @@ class ParallelData:
     src: TokenArray
     tgt: TokenArray
     stats: FilterStats
-    references: list[str] | None = None   # raw target text (validation: BLEU references)
-    sources: list[str] | None = None      # raw source text
+    references: list[str] | None = None  # raw target text (validation: BLEU references)
+    sources: list[str] | None = None  # raw source text
 
     def __len__(self) -> int:
         return len(self.src)
@@ -144,9 +160,15 @@ class ParallelData:
         return self.stats.src_tokens / max(self.stats.tgt_tokens, 1)
 
 
-def encode_pairs(pairs: TextPairs, encode_src, encode_tgt, max_len: int = 0,
-                 max_ratio: float = 0.0, keep_text: bool = False,
-                 chunk: int = 100_000) -> ParallelData:
+def encode_pairs(
+    pairs: TextPairs,
+    encode_src,
+    encode_tgt,
+    max_len: int = 0,
+    max_ratio: float = 0.0,
+    keep_text: bool = False,
+    chunk: int = 100_000,
+) -> ParallelData:
     """Tokenize and filter: drop pairs over ``max_len`` tokens on a side or with one side
     longer than ``max_ratio`` times the other (0 turns a filter off). Works through the
     text ``chunk`` pairs at a time, so that only the compact arrays grow with the data."""
@@ -155,8 +177,8 @@ def encode_pairs(pairs: TextPairs, encode_src, encode_tgt, max_len: int = 0,
     src_off, tgt_off = array("q", [0]), array("q", [0])
     keep = []
     for start in range(0, len(pairs.src), chunk):
-        src_ids = encode_src(pairs.src[start:start + chunk])
-        tgt_ids = encode_tgt(pairs.tgt[start:start + chunk])
+        src_ids = encode_src(pairs.src[start : start + chunk])
+        tgt_ids = encode_tgt(pairs.tgt[start : start + chunk])
         for i, (s, t) in enumerate(zip(src_ids, tgt_ids), start):
             ls, lt = len(s), len(t)
             if max_len and (ls > max_len or lt > max_len):
@@ -172,13 +194,21 @@ def encode_pairs(pairs: TextPairs, encode_src, encode_tgt, max_len: int = 0,
     stats.kept = len(keep)
     stats.src_tokens, stats.tgt_tokens = len(src_flat), len(tgt_flat)
     if not keep:
-        raise DataError(f"{pairs.src_path}: no sentence pair is left after filtering "
-                        f"({stats.describe('data')}); raise data.max_len or data.max_ratio")
-    as_array = lambda flat, off: TokenArray(_tensor(flat, torch.int32),  # noqa: E731
-                                            _tensor(off, torch.int64))
-    return ParallelData(as_array(src_flat, src_off), as_array(tgt_flat, tgt_off), stats,
-                        [pairs.tgt[i] for i in keep] if keep_text else None,
-                        [pairs.src[i] for i in keep] if keep_text else None)
+        raise DataError(
+            f"{pairs.src_path}: no sentence pair is left after filtering "
+            f"({stats.describe('data')}); raise data.max_len or data.max_ratio"
+        )
+    as_array = lambda flat, off: TokenArray(
+        _tensor(flat, torch.int32),
+        _tensor(off, torch.int64),
+    )
+    return ParallelData(
+        as_array(src_flat, src_off),
+        as_array(tgt_flat, tgt_off),
+        stats,
+        [pairs.tgt[i] for i in keep] if keep_text else None,
+        [pairs.src[i] for i in keep] if keep_text else None,
+    )
 
 
 def files_of(prefix: str, langs: Sequence[str]) -> tuple[str, str]:

@@ -8,6 +8,7 @@
 5. pictures in the run folder: learning curves, and the attention on a test sentence.
 Everything lands in the run folder (default runs/demo).
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,7 @@ class DemoResult:
     bleu: float
     chrf: float
     signatures: dict[str, str]
-    samples: list[tuple[str, str, str]]            # (source, reference, translation)
+    samples: list[tuple[str, str, str]]  # (source, reference, translation)
     pictures: list[Path] = field(default_factory=list)
 
 
@@ -44,10 +45,20 @@ def _slice(src: Path, tgt: Path, out: Path, n: int, lang: tuple[str, str]) -> tu
     return pairs[0], pairs[1]
 
 
-def demo(out: str | Path = "runs/demo", data: str | Path = "data/bible", pair: str = "en-fr",
-         max_words: int = 20, wheel: str | Path | None = None, cache: str | Path = "data/cache",
-         preset: str = "demo", sets: tuple[str, ...] = (), max_sentences: int = 0,
-         beam: int = 4, samples: int = 5, stream: TextIO | None = None) -> DemoResult:
+def demo(
+    out: str | Path = "runs/demo",
+    data: str | Path = "data/bible",
+    pair: str = "en-fr",
+    max_words: int = 20,
+    wheel: str | Path | None = None,
+    cache: str | Path = "data/cache",
+    preset: str = "demo",
+    sets: tuple[str, ...] = (),
+    max_sentences: int = 0,
+    beam: int = 4,
+    samples: int = 5,
+    stream: TextIO | None = None,
+) -> DemoResult:
     """Run the demo; ``max_sentences`` trains on the first N pairs only (for quick checks),
     ``sets`` are ``key=value`` settings over the preset (e.g. ``train.max_steps=20``)."""
     from . import bible as corpus
@@ -73,12 +84,19 @@ def demo(out: str | Path = "runs/demo", data: str | Path = "data/bible", pair: s
         train_files = _slice(*files["train"], out / "data", max_sentences, (src, tgt))
         valid_files = _slice(*files["valid"], out / "data", max_sentences, (src, tgt))
 
-    config = configure([str(ENCODER), str(DECODER)], preset=preset, sets=list(sets),
-                       train=train_files, valid=valid_files)
+    config = configure(
+        [str(ENCODER), str(DECODER)],
+        preset=preset,
+        sets=list(sets),
+        train=train_files,
+        valid=valid_files,
+    )
     layers = config.model.vars.get("layers", 6)
-    say.write(f"[2/5] training the Transformer ({ENCODER.name} + {DECODER.name}: {layers}+"
-              f"{layers} blocks, d_model {config.model.d_model}) for up to "
-              f"{config.train.max_steps:,} steps -> {out}\n")
+    say.write(
+        f"[2/5] training the Transformer ({ENCODER.name} + {DECODER.name}: {layers}+"
+        f"{layers} blocks, d_model {config.model.d_model}) for up to "
+        f"{config.train.max_steps:,} steps -> {out}\n"
+    )
     say.flush()
     summary = train(config, out)
     if summary.interrupted:
@@ -95,11 +113,17 @@ def demo(out: str | Path = "runs/demo", data: str | Path = "data/bible", pair: s
     hyps = [h[0][0] for h in found]
     (out / "test.hyp").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
     scores = score(hyps, references, "test translations", str(files["test"][1]))
-    record = {"steps": summary.step, "beam": beam, "test_sentences": len(hyps),
-              **{k: v for k, v in scores.items() if not k.endswith("_text")}}
+    record = {
+        "steps": summary.step,
+        "beam": beam,
+        "test_sentences": len(hyps),
+        **{k: v for k, v in scores.items() if not k.endswith("_text")},
+    }
     (out / "scores.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    say.write(f"      {scores['bleu_text']}\n        {scores['bleu_signature']}\n"
-              f"      {scores['chrf_text']}\n        {scores['chrf_signature']}\n")
+    say.write(
+        f"      {scores['bleu_text']}\n        {scores['bleu_signature']}\n"
+        f"      {scores['chrf_text']}\n        {scores['chrf_signature']}\n"
+    )
 
     say.write(f"[4/5] {samples} sample translations ({src} -> {tgt}):\n")
     picked = [(s, r, h) for s, r, h in zip(sources, references, hyps)][:samples]
@@ -113,6 +137,12 @@ def demo(out: str | Path = "runs/demo", data: str | Path = "data/bible", pair: s
     for p in pictures:
         say.write(f"      {p}\n")
     say.flush()
-    return DemoResult(out, summary.step, scores["bleu"], scores["chrf"],
-                      {"bleu": scores["bleu_signature"], "chrf": scores["chrf_signature"]},
-                      picked, pictures)
+    return DemoResult(
+        out,
+        summary.step,
+        scores["bleu"],
+        scores["chrf"],
+        {"bleu": scores["bleu_signature"], "chrf": scores["chrf_signature"]},
+        picked,
+        pictures,
+    )

@@ -5,6 +5,7 @@ starts N processes; each reads RANK / WORLD_SIZE / LOCAL_RANK from the environme
 the process group (NCCL on GPUs, gloo on CPU), takes every N-th batch, and DDP averages the
 gradients so all ranks keep identical weights. Only rank 0 writes checkpoints and logs.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -12,7 +13,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -40,8 +41,9 @@ def pick_device(name: str, local_rank: int = 0) -> torch.device:
         name = "cuda" if torch.cuda.is_available() else "cpu"
     if name.startswith("cuda"):
         if not torch.cuda.is_available():
-            raise UserError(f"train.device={name} but this machine has no CUDA GPU "
-                            "(use train.device=cpu)")
+            raise UserError(
+                f"train.device={name} but this machine has no CUDA GPU (use train.device=cpu)"
+            )
         return torch.device(name if ":" in name else f"cuda:{local_rank}")
     if name != "cpu":
         raise UserError(f"train.device must be auto, cpu, cuda or cuda:N, not {name!r}")
@@ -103,10 +105,26 @@ def gather(d: Dist, obj: Any) -> list[Any]:
     return out
 
 
-def launch(nproc: int, args: Sequence[str]) -> int:
-    """Run ``adl train ARGS`` in ``nproc`` processes through torchrun on this machine."""
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-               f"--nproc_per_node={nproc}", "-m", "runtime.worker", *args]
+def launch(
+    nproc: int,
+    config_file: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    resume: bool = False,
+) -> int:
+    """Train the configuration in ``config_file`` (YAML) into ``out`` in ``nproc`` processes
+    through torchrun on this machine (each runs :mod:`adl.runtime.worker`)."""
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={nproc}",
+        "-m",
+        "adl.runtime.worker",
+        str(config_file),
+        str(out),
+        *(["--resume"] if resume else []),
+    ]
     try:
         return subprocess.run(command).returncode
     except KeyboardInterrupt:

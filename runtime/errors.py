@@ -1,10 +1,17 @@
 """The runtime's errors: each is a problem with the user's input, printed as one message."""
+
 from __future__ import annotations
 
+from ..errors import UserError
 
-class UserError(Exception):
-    """Something the user can fix (bad data, a bad setting, a missing file): the CLI prints
-    ``str(error)`` and exits 1, without a traceback."""
+__all__ = [
+    "CheckpointError",
+    "ConfigError",
+    "DataError",
+    "TrainingStopped",
+    "UserError",
+    "VizError",
+]
 
 
 class ConfigError(UserError):

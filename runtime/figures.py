@@ -5,12 +5,13 @@ Figures are made with ``matplotlib.figure.Figure`` on an Agg canvas, never throu
 global figure state is touched (a notebook importing this keeps its own backend).
 The size of a picture in pixels is exactly ``figure inches × DPI`` (no tight bounding box).
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -19,7 +20,7 @@ from torch import Tensor
 
 DPI = 100
 CMAP = "Blues"
-LABELS_UP_TO = 40        # axes longer than this get numeric ticks instead of one per position
+LABELS_UP_TO = 40  # axes longer than this get numeric ticks instead of one per position
 
 
 @dataclass
@@ -27,12 +28,12 @@ class Heatmap:
     """One panel: a (rows × columns) matrix with a title and, optionally, tick labels."""
 
     title: str
-    matrix: Tensor                      # (queries, keys)
-    rows: Sequence[str] | None = None   # query labels, top to bottom
-    cols: Sequence[str] | None = None   # key labels, left to right
+    matrix: Tensor  # (queries, keys)
+    rows: Sequence[str] | None = None  # query labels, top to bottom
+    cols: Sequence[str] | None = None  # key labels, left to right
     ylabel: str = "query position i"
     xlabel: str = "key position j"
-    split: int | None = None            # draw a line before this row and column (a joint stream)
+    split: int | None = None  # draw a line before this row and column (a joint stream)
 
 
 def grid(n: int, columns: int) -> tuple[int, int]:
@@ -63,7 +64,7 @@ def pixels(size: tuple[float, float], dpi: int = DPI) -> tuple[int, int]:
 def _ticks(ax, labels: Sequence[str] | None, n: int, axis: str) -> None:
     if labels is None:
         if n > LABELS_UP_TO:
-            return                                   # matplotlib's own numeric ticks
+            return  # matplotlib's own numeric ticks
         labels = [str(i) for i in range(n)]
     if axis == "x":
         ax.set_xticks(range(n), labels, rotation=90, fontsize=7)
@@ -71,8 +72,13 @@ def _ticks(ax, labels: Sequence[str] | None, n: int, axis: str) -> None:
         ax.set_yticks(range(n), labels, fontsize=7)
 
 
-def draw_heatmaps(panels: Sequence[Heatmap], out: str | Path, title: str = "",
-                  columns: int = 4, vmax: float | None = None) -> Path:
+def draw_heatmaps(
+    panels: Sequence[Heatmap],
+    out: str | Path,
+    title: str = "",
+    columns: int = 4,
+    vmax: float | None = None,
+) -> Path:
     """A grid of heatmaps sharing one colour scale (0 .. ``vmax``, default the largest value)
     and one colour bar; query positions run down, key positions across. Returns the path."""
     if not panels:
@@ -86,8 +92,7 @@ def draw_heatmaps(panels: Sequence[Heatmap], out: str | Path, title: str = "",
     image = None
     for ax, p in zip(axes, panels):
         m = p.matrix.detach().float().cpu().numpy()
-        image = ax.imshow(m, cmap=CMAP, vmin=0.0, vmax=top, aspect="auto",
-                          interpolation="nearest")
+        image = ax.imshow(m, cmap=CMAP, vmin=0.0, vmax=top, aspect="auto", interpolation="nearest")
         ax.set_title(p.title, fontsize=9)
         _ticks(ax, p.cols, m.shape[1], "x")
         _ticks(ax, p.rows, m.shape[0], "y")
@@ -97,7 +102,7 @@ def draw_heatmaps(panels: Sequence[Heatmap], out: str | Path, title: str = "",
         if p.split is not None:
             ax.axhline(p.split - 0.5, color="tab:red", linewidth=0.8)
             ax.axvline(p.split - 0.5, color="tab:red", linewidth=0.8)
-    for ax in axes[len(panels):]:
+    for ax in axes[len(panels) :]:
         ax.set_axis_off()
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="weight")
     if title:
@@ -113,7 +118,7 @@ class Curve:
     x: Sequence[float]
     y: Sequence[float]
     ylabel: str
-    log: bool = False          # a logarithmic y axis where values span over 10× (perplexity)
+    log: bool = False  # a logarithmic y axis where values span over 10× (perplexity)
 
 
 CURVE_INCHES = (5.0, 3.2)
@@ -125,8 +130,9 @@ def curves_size(n: int, columns: int = 2) -> tuple[float, float]:
     return cols * CURVE_INCHES[0], rows * CURVE_INCHES[1] + 0.5
 
 
-def draw_curves(charts: Sequence[Curve], out: str | Path, title: str = "",
-                columns: int = 2) -> Path:
+def draw_curves(
+    charts: Sequence[Curve], out: str | Path, title: str = "", columns: int = 2
+) -> Path:
     """Line charts by training step, one per panel. Returns the path."""
     if not charts:
         raise ValueError("no charts to draw")
@@ -143,7 +149,7 @@ def draw_curves(charts: Sequence[Curve], out: str | Path, title: str = "",
         ax.set_xlabel("step")
         ax.set_ylabel(c.ylabel)
         ax.grid(True, alpha=0.3)
-    for ax in axes[len(charts):]:
+    for ax in axes[len(charts) :]:
         ax.set_axis_off()
     if title:
         fig.suptitle(title, fontsize=10)

@@ -1,11 +1,13 @@
 """Translating and scoring text with a trained run: the API behind ``adl translate`` and
 ``adl eval``."""
+
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import TextIO
 
 from sacrebleu.metrics import BLEU, CHRF
 
@@ -31,8 +33,9 @@ def read_lines(path: str | Path | None, stream: TextIO | None = None) -> list[st
         try:
             out.append(raw.rstrip(b"\r").decode("utf-8"))
         except UnicodeDecodeError as exc:
-            raise DataError(f"{name}:{number}: not valid UTF-8 (byte {exc.start + 1} of the "
-                            f"line)") from None
+            raise DataError(
+                f"{name}:{number}: not valid UTF-8 (byte {exc.start + 1} of the line)"
+            ) from None
     return out
 
 
@@ -47,8 +50,9 @@ class Counter:
     def __call__(self, done: int) -> None:
         if self.live:
             rate = done / max(time.monotonic() - self.t0, 1e-9)
-            self.stream.write(f"\r\033[Ktranslated {done:,}/{self.total:,} sentences "
-                              f"({rate:,.1f}/s)")
+            self.stream.write(
+                f"\r\033[Ktranslated {done:,}/{self.total:,} sentences ({rate:,.1f}/s)"
+            )
             self.stream.flush()
 
     def close(self) -> None:
@@ -57,35 +61,53 @@ class Counter:
             self.stream.flush()
 
 
-def translate_lines(model, tokenizers, lines: list[str], options: SearchOptions = SearchOptions(),
-                    device="cpu", progress: Callable[[int], None] | None = None
-                    ) -> list[list[tuple[str, Hypothesis]]]:
+def translate_lines(
+    model,
+    tokenizers,
+    lines: list[str],
+    options: SearchOptions = SearchOptions(),
+    device="cpu",
+    progress: Callable[[int], None] | None = None,
+) -> list[list[tuple[str, Hypothesis]]]:
     """The ``options.nbest`` best translations of each line (text and hypothesis), in order.
     An empty (or blank) line gets an empty translation."""
-    src_ids = [ids if line.strip() else [] for line, ids in zip(lines, tokenizers.encode_src(lines))]
+    src_ids = [
+        ids if line.strip() else [] for line, ids in zip(lines, tokenizers.encode_src(lines))
+    ]
     found = search_ids(model, tokenizers, src_ids, options, device, progress)
     return [[(tokenizers.decode_tgt([h.tokens])[0], h) for h in hyps] for hyps in found]
 
 
 def nbest_lines(results: list[list[tuple[str, Hypothesis]]]) -> list[str]:
     """Moses-style n-best lines: ``index ||| text ||| score ||| normalized score``."""
-    return [f"{i} ||| {text} ||| {h.score:.4f} ||| {h.normalized:.4f}"
-            for i, hyps in enumerate(results) for text, h in hyps]
+    return [
+        f"{i} ||| {text} ||| {h.score:.4f} ||| {h.normalized:.4f}"
+        for i, hyps in enumerate(results)
+        for text, h in hyps
+    ]
 
 
-def score(hyps: list[str], refs: list[str], hyp_name: str = "hypotheses",
-          ref_name: str = "references") -> dict[str, object]:
+def score(
+    hyps: list[str], refs: list[str], hyp_name: str = "hypotheses", ref_name: str = "references"
+) -> dict[str, object]:
     """sacrebleu BLEU and chrF of detokenised hypotheses against one reference each."""
     if len(hyps) != len(refs):
         raise DataError(f"{hyp_name} has {len(hyps):,} lines but {ref_name} has {len(refs):,}")
     bleu, chrf = BLEU(), CHRF()
     b = bleu.corpus_score(hyps, [refs])
     c = chrf.corpus_score(hyps, [refs])
-    return {"bleu": b.score, "chrf": c.score, "bleu_text": str(b), "chrf_text": str(c),
-            "bleu_signature": str(bleu.get_signature()),
-            "chrf_signature": str(chrf.get_signature())}
+    return {
+        "bleu": b.score,
+        "chrf": c.score,
+        "bleu_text": str(b),
+        "chrf_text": str(c),
+        "bleu_signature": str(bleu.get_signature()),
+        "chrf_signature": str(chrf.get_signature()),
+    }
 
 
 def report(scores: dict[str, object]) -> str:
-    return (f"{scores['bleu_text']}\n  signature: {scores['bleu_signature']}\n"
-            f"{scores['chrf_text']}\n  signature: {scores['chrf_signature']}")
+    return (
+        f"{scores['bleu_text']}\n  signature: {scores['bleu_signature']}\n"
+        f"{scores['chrf_text']}\n  signature: {scores['chrf_signature']}"
+    )

@@ -1,5 +1,6 @@
 """What a run reports: the log (RUN/train.log and the terminal), a progress bar, and the
 metrics (RUN/metrics.jsonl, and TensorBoard's event files when tensorboard is installed)."""
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,10 @@ class Progress:
         if self.total:
             filled = int(width * min(step / self.total, 1.0))
             bar = "[" + "#" * filled + "." * (width - filled) + "] "
-        self.text = (f"{bar}step {step:,}{total} | {tokens_per_s:,.0f} tok/s | loss "
-                     f"{loss:.3f} | lr {lr:.2e} | ETA {duration(self.eta(step))}")
+        self.text = (
+            f"{bar}step {step:,}{total} | {tokens_per_s:,.0f} tok/s | loss "
+            f"{loss:.3f} | lr {lr:.2e} | ETA {duration(self.eta(step))}"
+        )
         self.stream.write("\r\033[K" + self.text)
         self.stream.flush()
 
@@ -89,8 +92,9 @@ class _ConsoleHandler(logging.StreamHandler):
             self.progress.redraw()
 
 
-def make_logger(name: str, log_file: Path | None, stream: TextIO | None = None,
-                quiet: bool = False) -> tuple[logging.Logger, _ConsoleHandler]:
+def make_logger(
+    name: str, log_file: Path | None, stream: TextIO | None = None, quiet: bool = False
+) -> tuple[logging.Logger, _ConsoleHandler]:
     """A logger writing to ``log_file`` (rank 0) and the terminal (warnings only when
     ``quiet``, e.g. ranks other than 0)."""
     logger = logging.getLogger(name)
@@ -103,8 +107,9 @@ def make_logger(name: str, log_file: Path | None, stream: TextIO | None = None,
     logger.addHandler(console)
     if log_file is not None:
         handler = logging.FileHandler(log_file, encoding="utf-8")
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s",
-                                               "%Y-%m-%d %H:%M:%S"))
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%d %H:%M:%S")
+        )
         logger.addHandler(handler)
     return logger, console
 
@@ -151,7 +156,7 @@ class Metrics:
                 if json.loads(line).get("step", 0) <= step:
                     kept.append(line)
             except json.JSONDecodeError:
-                continue   # a line cut by a kill
+                continue  # a line cut by a kill
         tmp = self.path.with_suffix(".jsonl.tmp")
         tmp.write_text("".join(k + "\n" for k in kept), encoding="utf-8")
         tmp.replace(self.path)

@@ -4,6 +4,7 @@
 uniformly over the vocabulary (as ``torch.nn.functional.cross_entropy(label_smoothing=ε)``).
 The unsmoothed negative log-likelihood comes out of the same pass for the perplexity.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,19 +14,18 @@ from torch import Tensor
 
 @dataclass
 class LossSums:
-    loss: Tensor        # () label-smoothed loss, summed over tokens (what is optimised)
-    nll: Tensor         # () negative log-likelihood summed over tokens (perplexity)
-    tokens: int         # target tokens counted
-    correct: Tensor     # () tokens whose argmax is the reference
+    loss: Tensor  # () label-smoothed loss, summed over tokens (what is optimised)
+    nll: Tensor  # () negative log-likelihood summed over tokens (perplexity)
+    tokens: int  # target tokens counted
+    correct: Tensor  # () tokens whose argmax is the reference
 
 
-def token_loss(logits: Tensor, target: Tensor, smoothing: float = 0.0,
-               pad_id: int = 0) -> LossSums:
+def token_loss(logits: Tensor, target: Tensor, smoothing: float = 0.0, pad_id: int = 0) -> LossSums:
     """``logits`` (B, T, V), ``target`` (B, T) -> sums over the non-padding positions."""
-    mask = target.ne(pad_id)                                    # (B, T)
-    logp = logits[mask].float().log_softmax(-1)                 # (N, V)
-    gold = target[mask]                                         # (N,)
-    nll = -logp.gather(-1, gold.unsqueeze(-1)).squeeze(-1)      # (N,)
+    mask = target.ne(pad_id)  # (B, T)
+    logp = logits[mask].float().log_softmax(-1)  # (N, V)
+    gold = target[mask]  # (N,)
+    nll = -logp.gather(-1, gold.unsqueeze(-1)).squeeze(-1)  # (N,)
     if smoothing:
         loss = (1.0 - smoothing) * nll - smoothing * logp.mean(-1)
     else:

@@ -1,4 +1,5 @@
 """The model of a run, built from its .adl files through ``adl.build`` (the public API)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,28 +26,44 @@ def assign_files(files: list[str]) -> dict[str, str | None]:
         if is_joint(files[0]):
             return {"encoder": None, "decoder": None, "joint": files[0]}
         return {"encoder": files[0], "decoder": None, "joint": None}
-    raise ConfigError("give the model as ENC.adl DEC.adl, one MODEL.adl defining encoder = "
-                      "and decoder =, or one JOINT.adl")
+    raise ConfigError(
+        "give the model as ENC.adl DEC.adl, one MODEL.adl defining encoder = "
+        "and decoder =, or one JOINT.adl"
+    )
 
 
 def check_model(cfg: ModelConfig) -> None:
-    """Check the .adl files (cheap: nothing is built); raises :class:`adl.ADLError`."""
-    options = dict(d_model=cfg.d_model, heads=cfg.heads, dropout=cfg.dropout,
-                   vars=dict(cfg.vars))
+    """Check the .adl files (cheap: nothing is built); raises :class:`adl.ADLError`, or
+    :class:`ConfigError` for a variable of ``model.vars`` that no file reads (a misspelt or
+    stale name would silently train the files' defaults)."""
+    options = dict(d_model=cfg.d_model, heads=cfg.heads, dropout=cfg.dropout, vars=dict(cfg.vars))
     if cfg.joint:
-        adl.check(cfg.joint, **options)
+        programs = [adl.check(cfg.joint, **options)]
     elif cfg.encoder:
-        adl.check_model(cfg.encoder, cfg.decoder, **options)
+        programs = list(adl.check_model(cfg.encoder, cfg.decoder, **options))
     else:
         raise ConfigError("no model: give .adl files (model.encoder / model.joint)")
+    unused = adl.unused_variables(cfg.vars, programs, "model.vars")
+    if unused:
+        raise ConfigError(
+            "; ".join(f"{w.message} ({w.hint})" for w in unused)
+            + ": remove it or correct its name (--set model.vars.NAME=VALUE sets one)"
+        )
 
 
 def build_model(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, length_ratio: float):
     """``adl.build`` with the run's settings; raises :class:`adl.ADLError` for a bad file."""
-    options = dict(src_vocab=src_vocab, tgt_vocab=tgt_vocab, d_model=cfg.d_model,
-                   heads=cfg.heads, dropout=cfg.dropout, vars=dict(cfg.vars),
-                   tie_embeddings=cfg.tie_embeddings, share_embeddings=cfg.share_embeddings,
-                   length_ratio=length_ratio)
+    options = dict(
+        src_vocab=src_vocab,
+        tgt_vocab=tgt_vocab,
+        d_model=cfg.d_model,
+        heads=cfg.heads,
+        dropout=cfg.dropout,
+        vars=dict(cfg.vars),
+        tie_embeddings=cfg.tie_embeddings,
+        share_embeddings=cfg.share_embeddings,
+        length_ratio=length_ratio,
+    )
     if cfg.joint:
         return adl.build(joint=cfg.joint, **options)
     if not cfg.encoder:

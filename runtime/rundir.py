@@ -1,14 +1,15 @@
 """The layout of a run directory (what ``adl train --out RUN`` writes; docs/runtime.md):
 
-    RUN/config.yaml                  the effective configuration
-    RUN/tokenizer/                   joint.model, or src.model and tgt.model (sentencepiece)
-    RUN/checkpoints/step-NNNNNNN.pt  the last train.keep_last (and the train.keep_best best)
-    RUN/checkpoints/last.pt          the latest checkpoint (what --resume continues)
-    RUN/checkpoints/best.pt          the best by train.best_metric (runs with validation)
-    RUN/checkpoints/average.pt       written by `adl average`
-    RUN/metrics.jsonl                one JSON object per training log line and validation
-    RUN/train.log                    the log
+RUN/config.yaml                  the effective configuration
+RUN/tokenizer/                   joint.model, or src.model and tgt.model (sentencepiece)
+RUN/checkpoints/step-NNNNNNN.pt  the last train.keep_last (and the train.keep_best best)
+RUN/checkpoints/last.pt          the latest checkpoint (what --resume continues)
+RUN/checkpoints/best.pt          the best by train.best_metric (runs with validation)
+RUN/checkpoints/average.pt       written by `adl average`
+RUN/metrics.jsonl                one JSON object per training log line and validation
+RUN/train.log                    the log
 """
+
 from __future__ import annotations
 
 import re

@@ -7,6 +7,7 @@
 - ``plateau``: the peak rate, multiplied by ``factor`` whenever the validation perplexity has
   not improved for ``patience`` validations (Domhan 2018: ×0.7 after 8).
 """
+
 from __future__ import annotations
 
 import math
@@ -17,9 +18,9 @@ from .config import ScheduleConfig
 class Schedule:
     def __init__(self, cfg: ScheduleConfig, lr: float, max_steps: int = 0):
         self.cfg, self.peak, self.max_steps = cfg, lr, max_steps
-        self.scale = 1.0                 # plateau: product of the decays so far
-        self.best: float | None = None   # plateau: best validation perplexity
-        self.bad = 0                     # plateau: validations since it improved
+        self.scale = 1.0  # plateau: product of the decays so far
+        self.best: float | None = None  # plateau: best validation perplexity
+        self.bad = 0  # plateau: validations since it improved
 
     def lr(self, step: int) -> float:
         """The learning rate of update ``step`` (1 = the first)."""

@@ -5,13 +5,14 @@ Ids are fixed: pad 0, bos 1, eos 2, unk 3. A joint vocabulary is one model
 ``tokenizer/tgt.model``. Checkpoints also carry the models' bytes, so a checkpoint file
 alone is enough to translate.
 """
+
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import sentencepiece as spm
 import torch
@@ -31,9 +32,11 @@ def _load(data: bytes, name: str) -> spm.SentencePieceProcessor:
         raise DataError(f"{name}: not a sentencepiece model ({exc})") from None
     ids = (sp.pad_id(), sp.bos_id(), sp.eos_id(), sp.unk_id())
     if ids != (PAD, BOS, EOS, UNK):
-        raise DataError(f"{name}: its ids are pad={ids[0]}, bos={ids[1]}, eos={ids[2]}, "
-                        f"unk={ids[3]}; the runtime needs pad=0, bos=1, eos=2, unk=3 "
-                        "(train it with --pad_id=0 --bos_id=1 --eos_id=2 --unk_id=3)")
+        raise DataError(
+            f"{name}: its ids are pad={ids[0]}, bos={ids[1]}, eos={ids[2]}, "
+            f"unk={ids[3]}; the runtime needs pad=0, bos=1, eos=2, unk=3 "
+            "(train it with --pad_id=0 --bos_id=1 --eos_id=2 --unk_id=3)"
+        )
     return sp
 
 
@@ -70,14 +73,15 @@ class Tokenizers:
     @staticmethod
     def _word_starts(sp: spm.SentencePieceProcessor) -> Tensor:
         """(V,) bool: the piece begins a word (it starts with '▁'; eos is a word of its own)."""
-        starts = torch.tensor([sp.id_to_piece(i).startswith(WORD_START)
-                               for i in range(sp.get_piece_size())])
+        starts = torch.tensor(
+            [sp.id_to_piece(i).startswith(WORD_START) for i in range(sp.get_piece_size())]
+        )
         starts[EOS] = True
         return starts
 
     def word_ids(self, src: Tensor) -> Tensor:
         """(B, S) index from 0 of the word each source token belongs to; padding gets 0."""
-        starts = self.word_start.to(src.device)[src].long()             # (B, S)
+        starts = self.word_start.to(src.device)[src].long()  # (B, S)
         words = (starts.cumsum(1) - 1).clamp_min(0)
         return words.masked_fill(src.eq(PAD), 0)
 
@@ -95,42 +99,50 @@ class Tokenizers:
             os.replace(tmp, directory / name)
 
     @classmethod
-    def load(cls, directory: Path) -> "Tokenizers":
+    def load(cls, directory: Path) -> Tokenizers:
         joint = directory / "joint.model"
         if joint.is_file():
             data = joint.read_bytes()
             return cls(data, data, True)
         src, tgt = directory / "src.model", directory / "tgt.model"
         if not (src.is_file() and tgt.is_file()):
-            raise DataError(f"{directory}: no tokenizer (joint.model, or src.model and "
-                            "tgt.model)")
+            raise DataError(f"{directory}: no tokenizer (joint.model, or src.model and tgt.model)")
         return cls(src.read_bytes(), tgt.read_bytes(), False)
 
     def to_state(self) -> dict:
         """What a checkpoint stores (tensors and plain data only)."""
-        as_tensor = lambda b: torch.frombuffer(bytearray(b), dtype=torch.uint8)  # noqa: E731
+        as_tensor = lambda b: torch.frombuffer(bytearray(b), dtype=torch.uint8)
         state = {"joint": self.joint, "src": as_tensor(self.src_model)}
         if not self.joint:
             state["tgt"] = as_tensor(self.tgt_model)
         return state
 
     @classmethod
-    def from_state(cls, state: dict) -> "Tokenizers":
+    def from_state(cls, state: dict) -> Tokenizers:
         src = bytes(state["src"].numpy().tobytes())
         tgt = src if state["joint"] else bytes(state["tgt"].numpy().tobytes())
         return cls(src, tgt, bool(state["joint"]))
 
 
-def train_sentencepiece(inputs: Sequence[str], prefix: Path, cfg: DataConfig,
-                        threads: int = 0) -> bytes:
+def train_sentencepiece(
+    inputs: Sequence[str], prefix: Path, cfg: DataConfig, threads: int = 0
+) -> bytes:
     """Train one sentencepiece model on text files; returns the model's bytes."""
     prefix.parent.mkdir(parents=True, exist_ok=True)
     options = dict(
-        input=list(inputs), model_prefix=str(prefix), vocab_size=cfg.vocab_size,
-        model_type=cfg.spm_type, character_coverage=cfg.character_coverage,
-        pad_id=PAD, bos_id=BOS, eos_id=EOS, unk_id=UNK,
-        hard_vocab_limit=False,          # small data may not support vocab_size pieces
-        minloglevel=2, num_threads=threads or os.cpu_count() or 1)
+        input=list(inputs),
+        model_prefix=str(prefix),
+        vocab_size=cfg.vocab_size,
+        model_type=cfg.spm_type,
+        character_coverage=cfg.character_coverage,
+        pad_id=PAD,
+        bos_id=BOS,
+        eos_id=EOS,
+        unk_id=UNK,
+        hard_vocab_limit=False,  # small data may not support vocab_size pieces
+        minloglevel=2,
+        num_threads=threads or os.cpu_count() or 1,
+    )
     if cfg.spm_sentences:
         options.update(input_sentence_size=cfg.spm_sentences, shuffle_input_sentence=True)
     try:
@@ -156,9 +168,12 @@ def make_tokenizers(cfg: DataConfig, directory: Path) -> Tokenizers:
             data = train_sentencepiece([cfg.train_src, cfg.train_tgt], work / "joint", cfg)
             tok = Tokenizers(data, data, True)
         else:
-            tok = Tokenizers(train_sentencepiece([cfg.train_src], work / "src", cfg),
-                             train_sentencepiece([cfg.train_tgt], work / "tgt", cfg), False)
-        for vocab in work.glob("*.vocab"):   # human-readable piece lists, kept for reading
+            tok = Tokenizers(
+                train_sentencepiece([cfg.train_src], work / "src", cfg),
+                train_sentencepiece([cfg.train_tgt], work / "tgt", cfg),
+                False,
+            )
+        for vocab in work.glob("*.vocab"):  # human-readable piece lists, kept for reading
             shutil.copy(vocab, directory / vocab.name)
         shutil.rmtree(work, ignore_errors=True)
     tok.save(directory)

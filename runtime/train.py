@@ -9,6 +9,7 @@ accuracy, BLEU and chrF of greedy translations), the plateau schedule and early 
 then a checkpoint. Ctrl-C (or SIGTERM) finishes the update under way, writes a checkpoint
 and returns.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,10 +17,11 @@ import random
 import signal
 import threading
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -47,23 +49,29 @@ STEP_CALLBACK = Callable[[int, list[Batch]], None]
 class Summary:
     """How a run ended."""
 
-    step: int                          # updates done
-    epoch: float                       # epochs done (fractional)
-    reason: str                        # max_steps | max_epochs | max_minutes | early_stop | interrupted
+    step: int  # updates done
+    epoch: float  # epochs done (fractional)
+    reason: str  # max_steps | max_epochs | max_minutes | early_stop | interrupted
     run_dir: Path
-    last: Path | None = None           # checkpoints/last.pt
-    best: Path | None = None           # checkpoints/best.pt (with validation)
-    best_value: float | None = None    # the best train.best_metric seen
+    last: Path | None = None  # checkpoints/last.pt
+    best: Path | None = None  # checkpoints/best.pt (with validation)
+    best_value: float | None = None  # the best train.best_metric seen
     metrics: dict[str, float] = field(default_factory=dict)  # the last validation
-    skipped: int = 0                   # updates skipped for a non-finite loss
+    skipped: int = 0  # updates skipped for a non-finite loss
 
     @property
     def interrupted(self) -> bool:
         return self.reason == "interrupted"
 
+    def describe(self, metric: str) -> str:
+        """The one line ``adl train`` prints at the end."""
+        best = f", best {metric} {self.best_value:.4g}" if self.best_value is not None else ""
+        return f"{self.run_dir}: {self.step:,} steps ({self.reason.replace('_', ' ')}){best}"
 
-def train(config: Config, out: str | Path, resume: bool = False,
-          on_step: STEP_CALLBACK | None = None) -> Summary:
+
+def train(
+    config: Config, out: str | Path, resume: bool = False, on_step: STEP_CALLBACK | None = None
+) -> Summary:
     """Train (or with ``resume``, continue) a run in directory ``out``."""
     trainer = Trainer(config, out, resume=resume)
     try:
@@ -79,7 +87,7 @@ class Trainer:
         t = self.cfg.train
         self.dist, self.device = distributed.setup(t.device)
         self.main = self.dist.main
-        self._threads = torch.get_num_threads()    # given back by close()
+        self._threads = torch.get_num_threads()  # given back by close()
         self.log = self.metrics = None
         try:
             self._setup(resume)
@@ -93,19 +101,25 @@ class Trainer:
             torch.set_num_threads(t.threads)
         state = self._check_run_dir(resume)
         if not state:
-            check_model(self.cfg.model)      # bad .adl files and data stop before any write
+            check_model(self.cfg.model)  # bad .adl files and data stop before any write
         text, valid_text = self._read_train(), self._read_valid()
         if self.main:
             self.run_dir.root.mkdir(parents=True, exist_ok=True)
         distributed.barrier(self.dist)
         self.log, self.console = make_logger(
-            f"runtime.train.{id(self)}", self.run_dir.log if self.main else None,
-            quiet=not self.main)
-        self.metrics = Metrics(self.run_dir.metrics if self.main else None,
-                               self.run_dir.root / "tensorboard" if t.tensorboard else None)
+            f"runtime.train.{id(self)}",
+            self.run_dir.log if self.main else None,
+            quiet=not self.main,
+        )
+        self.metrics = Metrics(
+            self.run_dir.metrics if self.main else None,
+            self.run_dir.root / "tensorboard" if t.tensorboard else None,
+        )
         self._stop_signal: int | None = None
-        self.log.info(f"{'resuming' if state else 'training'} in {self.run_dir.root}"
-                      + (f" from step {state['step']:,}" if state else ""))
+        self.log.info(
+            f"{'resuming' if state else 'training'} in {self.run_dir.root}"
+            + (f" from step {state['step']:,}" if state else "")
+        )
 
         random.seed(t.seed)
         torch.manual_seed(t.seed)
@@ -116,16 +130,22 @@ class Trainer:
         self.needs_words = bool(getattr(self.model, "needs_src_words", False))
         self.optimizer = self._optimizer()
         self.schedule = Schedule(self.cfg.schedule, self.cfg.optim.lr, t.max_steps)
-        self.stream = BatchStream(self.train_data, t.max_tokens, t.max_sentences, t.seed,
-                                  self.dist.rank, self.dist.world,
-                                  self.tokenizers.word_ids if self.needs_words else None)
+        self.stream = BatchStream(
+            self.train_data,
+            t.max_tokens,
+            t.max_sentences,
+            t.seed,
+            self.dist.rank,
+            self.dist.world,
+            self.tokenizers.word_ids if self.needs_words else None,
+        )
         # bookkeeping saved in checkpoints
         self.step = 0
-        self.skipped = 0                    # non-finite updates skipped, in all
+        self.skipped = 0  # non-finite updates skipped, in all
         self.bad_in_row = 0
         self.best_value: float | None = None
         self.best_step: int | None = None
-        self.stale = 0                      # validations without a better best (patience)
+        self.stale = 0  # validations without a better best (patience)
         self.history: list[dict[str, Any]] = []
         self.last_metrics: dict[str, float] = {}
         self.saved_step = -1
@@ -137,9 +157,11 @@ class Trainer:
         if self.dist.enabled:
             from torch.nn.parallel import DistributedDataParallel as DDP
 
-            self.ddp = DDP(self.model, device_ids=[self.device.index]
-                           if self.device.type == "cuda" else None,
-                           find_unused_parameters=t.find_unused)
+            self.ddp = DDP(
+                self.model,
+                device_ids=[self.device.index] if self.device.type == "cuda" else None,
+                find_unused_parameters=t.find_unused,
+            )
             self.train_model = self.ddp
         else:
             self.ddp = None
@@ -158,16 +180,20 @@ class Trainer:
                 raise UserError(f"{run.root}: nothing to resume (no checkpoints/last.pt)")
             return ckpt.load(run.last)
         if run.holds_a_run():
-            raise UserError(f"{run.root} already holds a run: continue it with --resume, "
-                            "or choose another --out")
+            raise UserError(
+                f"{run.root} already holds a run: continue it with --resume, "
+                "or choose another --out"
+            )
         return None
 
     def _read_train(self) -> TextPairs:
         """The training text, checked before anything is trained on it."""
         d = self.cfg.data
         if not (d.train_src and d.train_tgt):
-            raise UserError("no training data: give --train PREFIX --langs SRC TGT "
-                            "(or --train-src and --train-tgt)")
+            raise UserError(
+                "no training data: give --train PREFIX --langs SRC TGT "
+                "(or --train-src and --train-tgt)"
+            )
         return read_parallel(d.train_src, d.train_tgt)
 
     def _read_valid(self) -> TextPairs | None:
@@ -175,11 +201,12 @@ class Trainer:
         if not (d.valid_src or d.valid_tgt):
             return None
         if not (d.valid_src and d.valid_tgt):
-            raise UserError("give both validation files (--valid PREFIX, or --valid-src "
-                            "and --valid-tgt)")
+            raise UserError(
+                "give both validation files (--valid PREFIX, or --valid-src and --valid-tgt)"
+            )
         text = read_parallel(d.valid_src, d.valid_tgt)
         if d.valid_max:
-            text.src, text.tgt = text.src[:d.valid_max], text.tgt[:d.valid_max]
+            text.src, text.tgt = text.src[: d.valid_max], text.tgt[: d.valid_max]
         return text
 
     def _tokenizers(self, state: dict[str, Any] | None) -> Tokenizers:
@@ -189,16 +216,22 @@ class Trainer:
         if self.main:
             started = time.monotonic()
             tok = make_tokenizers(d, self.run_dir.tokenizer)
-            how = ("given" if d.spm_model or d.spm_src else
-                   f"trained in {time.monotonic() - started:.1f}s")
+            how = (
+                "given"
+                if d.spm_model or d.spm_src
+                else f"trained in {time.monotonic() - started:.1f}s"
+            )
             kind = "joint" if tok.joint else "separate"
-            self.log.info(f"tokenizer: {kind} sentencepiece ({how}): vocabulary "
-                          f"{tok.src_vocab:,}" + ("" if tok.joint else f" / {tok.tgt_vocab:,}"))
+            self.log.info(
+                f"tokenizer: {kind} sentencepiece ({how}): vocabulary "
+                f"{tok.src_vocab:,}" + ("" if tok.joint else f" / {tok.tgt_vocab:,}")
+            )
         distributed.barrier(self.dist)
         return Tokenizers.load(self.run_dir.tokenizer)
 
-    def _data(self, text: TextPairs, valid_text: TextPairs | None
-              ) -> tuple[ParallelData, ParallelData | None]:
+    def _data(
+        self, text: TextPairs, valid_text: TextPairs | None
+    ) -> tuple[ParallelData, ParallelData | None]:
         d, tok = self.cfg.data, self.tokenizers
         train = encode_pairs(text, tok.encode_src, tok.encode_tgt, d.max_len, d.max_ratio)
         self.log.info(train.stats.describe("training data"))
@@ -209,34 +242,57 @@ class Trainer:
         return train, valid
 
     def _model(self, state: dict[str, Any] | None):
-        if state:
-            model = adl.build_from_spec(state["spec"])
-            model.load_state_dict(state["model"])
+        if state:  # the checkpoint's ADL text is input: checked (bounded) before building
+            where = self.run_dir.last
+            try:
+                model = adl.build_from_spec(state.get("spec"))
+            except adl.ADLError as exc:
+                raise ckpt.CheckpointError(
+                    f"{where}: its model description does not build:\n{exc}"
+                ) from None
+            try:
+                model.load_state_dict(state["model"])
+            except RuntimeError:
+                raise ckpt.CheckpointError(
+                    f"{where}: its weights do not fit the model it describes"
+                ) from None
             return model
-        return build_model(self.cfg.model, self.tokenizers.src_vocab,
-                           self.tokenizers.tgt_vocab, self.length_ratio)
+        return build_model(
+            self.cfg.model, self.tokenizers.src_vocab, self.tokenizers.tgt_vocab, self.length_ratio
+        )
 
     def _optimizer(self) -> torch.optim.Optimizer:
         o = self.cfg.optim
         kind = torch.optim.AdamW if o.optimizer == "adamw" else torch.optim.Adam
-        return kind(self.model.parameters(), lr=o.lr, betas=tuple(o.betas), eps=o.eps,
-                    weight_decay=o.weight_decay)
+        return kind(
+            self.model.parameters(),
+            lr=o.lr,
+            betas=tuple(o.betas),
+            eps=o.eps,
+            weight_decay=o.weight_decay,
+        )
 
     def _describe(self) -> None:
         params = sum(p.numel() for p in self.model.parameters())
         kind = "joint" if self.cfg.model.joint else "encoder-decoder"
-        self.log.info(f"model: {kind}, {params:,} parameters, d_model {self.cfg.model.d_model}; "
-                      f"length ratio {self.length_ratio:.3f}")
+        self.log.info(
+            f"model: {kind}, {params:,} parameters, d_model {self.cfg.model.d_model}; "
+            f"length ratio {self.length_ratio:.3f}"
+        )
         t = self.cfg.train
         where = f"{self.device}" + (f", {self.dist.world} processes" if self.dist.enabled else "")
         autocast = " bf16 autocast," if self._bf16 else ""
-        self.log.info(f"training on {where},{autocast} {t.max_tokens:,} tokens a batch x "
-                      f"{t.accumulate} per update; schedule {self.cfg.schedule.kind}, "
-                      f"lr {self.cfg.optim.lr:g}")
+        self.log.info(
+            f"training on {where},{autocast} {t.max_tokens:,} tokens a batch x "
+            f"{t.accumulate} per update; schedule {self.cfg.schedule.kind}, "
+            f"lr {self.cfg.optim.lr:g}"
+        )
         if self.valid_data is None and self.cfg.schedule.kind == "plateau":
-            self.log.warning("schedule.kind=plateau decays when the validation perplexity "
-                             "stalls, but there is no validation set: the rate stays "
-                             f"{self.cfg.optim.lr:g} (give --valid)")
+            self.log.warning(
+                "schedule.kind=plateau decays when the validation perplexity "
+                "stalls, but there is no validation set: the rate stays "
+                f"{self.cfg.optim.lr:g} (give --valid)"
+            )
         if self.valid_data is not None and t.bleu:
             sig = signatures()
             self.log.info(f"sacrebleu signatures: BLEU {sig['bleu']}; chrF {sig['chrf']}")
@@ -277,23 +333,37 @@ class Trainer:
         if len(rngs) == self.dist.world:
             self._set_rng_state(rngs[self.dist.rank])
         else:
-            self.log.warning(f"the run was saved by {len(rngs)} processes and resumes in "
-                             f"{self.dist.world}: random states and the epoch's batches "
-                             "start afresh")
+            self.log.warning(
+                f"the run was saved by {len(rngs)} processes and resumes in "
+                f"{self.dist.world}: random states and the epoch's batches "
+                "start afresh"
+            )
         if self.main:
             self.metrics.truncate_after(self.step)
 
     def _state(self, rngs: list[dict[str, Any]]) -> dict[str, Any]:
         return {
-            "format": ckpt.FORMAT, "step": self.step, "epoch": self.stream.epoch_progress,
-            "spec": self.model.spec.to_dict(), "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(), "schedule": self.schedule.state_dict(),
-            "data": self.stream.state_dict(), "rng": rngs,
-            "trainer": {"skipped": self.skipped, "best_value": self.best_value,
-                        "best_step": self.best_step, "stale": self.stale,
-                        "history": self.history, "metric": self.cfg.train.best_metric},
-            "metrics": self.last_metrics, "config": self.cfg.to_dict(),
-            "tokenizer": self.tokenizers.to_state(), "length_ratio": self.length_ratio,
+            "format": ckpt.FORMAT,
+            "step": self.step,
+            "epoch": self.stream.epoch_progress,
+            "spec": self.model.spec.to_dict(),
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "schedule": self.schedule.state_dict(),
+            "data": self.stream.state_dict(),
+            "rng": rngs,
+            "trainer": {
+                "skipped": self.skipped,
+                "best_value": self.best_value,
+                "best_step": self.best_step,
+                "stale": self.stale,
+                "history": self.history,
+                "metric": self.cfg.train.best_metric,
+            },
+            "metrics": self.last_metrics,
+            "config": self.cfg.to_dict(),
+            "tokenizer": self.tokenizers.to_state(),
+            "length_ratio": self.length_ratio,
         }
 
     # --- the loop ------------------------------------------------------------------------
@@ -303,7 +373,7 @@ class Trainer:
             return "max_steps"
         if t.max_epochs and self.stream.epoch_progress >= t.max_epochs:
             return "max_epochs"
-        if t.max_minutes and self.step > self._first_step:   # at least one update each run
+        if t.max_minutes and self.step > self._first_step:  # at least one update each run
             over = time.monotonic() - self._started >= 60 * t.max_minutes
             if distributed.agree(self.dist, True, over, self.device)[1]:  # ranks stop together
                 return "max_minutes"
@@ -332,13 +402,21 @@ class Trainer:
                     window["steps"] += 1
                     if progress is not None:
                         elapsed = max(time.monotonic() - window["time"], 1e-9)
-                        progress.update(self.step, window["tokens"] * self.dist.world / elapsed,
-                                        window["loss"] / max(window["tokens"], 1),
-                                        result["lr"])
+                        progress.update(
+                            self.step,
+                            window["tokens"] * self.dist.world / elapsed,
+                            window["loss"] / max(window["tokens"], 1),
+                            result["lr"],
+                        )
                     if self.step % t.log_every == 0:
                         self._log_train(window, result)
-                        window = {"loss": 0.0, "nll": 0.0, "tokens": 0,
-                                  "time": time.monotonic(), "steps": 0}
+                        window = {
+                            "loss": 0.0,
+                            "nll": 0.0,
+                            "tokens": 0,
+                            "time": time.monotonic(),
+                            "steps": 0,
+                        }
                     reason = self._finished()
                     if self.step % t.valid_every == 0 or reason is not None:
                         if self._checkpoint(validate=True):
@@ -354,15 +432,23 @@ class Trainer:
             self.console.progress = None
         took = duration(time.monotonic() - started)
         if reason == "interrupted":
-            self.log.warning(f"interrupted at step {self.step:,}: saved {self.run_dir.last}; "
-                             f"continue with: adl train --resume --out {self.run_dir.root}")
+            self.log.warning(
+                f"interrupted at step {self.step:,}: saved {self.run_dir.last}; "
+                f"continue with: adl train --resume --out {self.run_dir.root}"
+            )
         else:
-            self.log.info(f"done ({reason.replace('_', ' ')}) at step {self.step:,} "
-                          f"in {took}")
-        return Summary(self.step, self.stream.epoch_progress, reason, self.run_dir.root,
-                       self.run_dir.last if self.run_dir.last.exists() else None,
-                       self.run_dir.best if self.run_dir.best.exists() else None,
-                       self.best_value, dict(self.last_metrics), self.skipped)
+            self.log.info(f"done ({reason.replace('_', ' ')}) at step {self.step:,} in {took}")
+        return Summary(
+            self.step,
+            self.stream.epoch_progress,
+            reason,
+            self.run_dir.root,
+            self.run_dir.last if self.run_dir.last.exists() else None,
+            self.run_dir.best if self.run_dir.best.exists() else None,
+            self.best_value,
+            dict(self.last_metrics),
+            self.skipped,
+        )
 
     def _update(self, batches: list[Batch]) -> dict[str, Any]:
         """One update over ``batches``; skipped when the loss or gradient is not finite."""
@@ -374,7 +460,7 @@ class Trainer:
         for i, batch in enumerate(batches):
             batch = batch.to(self.device)
             sync = self.ddp is None or i == len(batches) - 1
-            with (nullcontext() if sync else self.ddp.no_sync()):
+            with nullcontext() if sync else self.ddp.no_sync():
                 with self._autocast():
                     if self.needs_words:
                         logits = self.train_model(batch.src, batch.tgt_in, batch.src_words)
@@ -385,12 +471,12 @@ class Trainer:
             loss_sum += sums.loss.detach()
             nll_sum += sums.nll.detach()
         params = [p for p in self.model.parameters() if p.grad is not None]
-        norm = torch.nn.utils.clip_grad_norm_(params, o.clip_norm if o.clip_norm > 0
-                                              else float("inf"))
+        norm = torch.nn.utils.clip_grad_norm_(
+            params, o.clip_norm if o.clip_norm > 0 else float("inf")
+        )
         loss, nll = float(loss_sum), float(nll_sum)
         finite = math.isfinite(loss) and bool(torch.isfinite(norm))
-        ok, stop = distributed.agree(self.dist, finite, self._stop_signal is not None,
-                                     self.device)
+        ok, stop = distributed.agree(self.dist, finite, self._stop_signal is not None, self.device)
         lr = self.schedule.lr(self.step + 1)
         if ok:
             for group in self.optimizer.param_groups:
@@ -401,47 +487,73 @@ class Trainer:
         else:
             self.skipped += 1
             self.bad_in_row += 1
-            self.log.warning(f"step {self.step + 1:,}: non-finite loss or gradient "
-                             f"(loss {loss}, gradient norm {float(norm)}): update skipped "
-                             f"({self.bad_in_row} in a row, {self.skipped} in all)")
+            self.log.warning(
+                f"step {self.step + 1:,}: non-finite loss or gradient "
+                f"(loss {loss}, gradient norm {float(norm)}): update skipped "
+                f"({self.bad_in_row} in a row, {self.skipped} in all)"
+            )
         self.optimizer.zero_grad(set_to_none=True)
         if not ok and self.bad_in_row >= t.max_bad_steps:
-            last = (f"the last good checkpoint is {self.run_dir.last} (step "
-                    f"{self.saved_step:,})" if self.saved_step >= 0 else
-                    "no checkpoint was written yet")
+            last = (
+                f"the last good checkpoint is {self.run_dir.last} (step {self.saved_step:,})"
+                if self.saved_step >= 0
+                else "no checkpoint was written yet"
+            )
             raise TrainingStopped(
                 f"stopped: {self.bad_in_row} updates in a row had a non-finite loss or "
                 f"gradient (train.max_bad_steps={t.max_bad_steps}); {last}. Lower optim.lr, "
-                "clip gradients (optim.clip_norm) or check the data.")
-        return {"ok": ok, "stop": stop, "loss": loss, "nll": nll, "tokens": tokens,
-                "lr": lr, "norm": float(norm)}
+                "clip gradients (optim.clip_norm) or check the data."
+            )
+        return {
+            "ok": ok,
+            "stop": stop,
+            "loss": loss,
+            "nll": nll,
+            "tokens": tokens,
+            "lr": lr,
+            "norm": float(norm),
+        }
 
     def _log_train(self, window: dict[str, Any], result: dict[str, Any]) -> None:
         elapsed = max(time.monotonic() - window["time"], 1e-9)
         tokens = max(window["tokens"], 1)
-        record = {"split": "train", "step": self.step,
-                  "epoch": round(self.stream.epoch_progress, 4),
-                  "loss": window["loss"] / tokens,
-                  "ppl": math.exp(min(window["nll"] / tokens, 100.0)),
-                  "lr": result["lr"], "grad_norm": result["norm"],
-                  "tokens_per_s": window["tokens"] * self.dist.world / elapsed,
-                  "skipped": self.skipped}
+        record = {
+            "split": "train",
+            "step": self.step,
+            "epoch": round(self.stream.epoch_progress, 4),
+            "loss": window["loss"] / tokens,
+            "ppl": math.exp(min(window["nll"] / tokens, 100.0)),
+            "lr": result["lr"],
+            "grad_norm": result["norm"],
+            "tokens_per_s": window["tokens"] * self.dist.world / elapsed,
+            "skipped": self.skipped,
+        }
         self.metrics.write(record)
         total = f"/{self.cfg.train.max_steps:,}" if self.cfg.train.max_steps else ""
-        self.log.info(f"step {self.step:,}{total} | epoch {record['epoch']:.2f} | loss "
-                      f"{record['loss']:.4f} | ppl {record['ppl']:.2f} | lr {result['lr']:.3e} "
-                      f"| {record['tokens_per_s']:,.0f} tok/s"
-                      + (f" | skipped {self.skipped}" if self.skipped else ""))
+        self.log.info(
+            f"step {self.step:,}{total} | epoch {record['epoch']:.2f} | loss "
+            f"{record['loss']:.4f} | ppl {record['ppl']:.2f} | lr {result['lr']:.3e} "
+            f"| {record['tokens_per_s']:,.0f} tok/s"
+            + (f" | skipped {self.skipped}" if self.skipped else "")
+        )
 
     # --- validation and checkpoints --------------------------------------------------------
     def _validate(self) -> dict[str, float]:
         t = self.cfg.train
         metrics: dict[str, float] = {}
         if self.main and self.valid_data is not None:
-            metrics = validate(self.model, self.valid_data, self.tokenizers, self.device,
-                               max_tokens=t.max_tokens, smoothing=self.cfg.optim.label_smoothing,
-                               bleu=t.bleu, len_a=t.decode_len_a, len_b=t.decode_len_b,
-                               autocast=self._autocast)
+            metrics = validate(
+                self.model,
+                self.valid_data,
+                self.tokenizers,
+                self.device,
+                max_tokens=t.max_tokens,
+                smoothing=self.cfg.optim.label_smoothing,
+                bleu=t.bleu,
+                len_a=t.decode_len_a,
+                len_b=t.decode_len_b,
+                autocast=self._autocast,
+            )
         return distributed.broadcast(self.dist, metrics)
 
     def _checkpoint(self, validate: bool) -> bool:
@@ -454,17 +566,22 @@ class Trainer:
         if metrics:
             self.last_metrics = metrics
             if self.schedule.on_validation(metrics["ppl"]):
-                self.log.info(f"validation perplexity has not improved for "
-                              f"{self.cfg.schedule.patience} validations: learning rate "
-                              f"x{self.cfg.schedule.factor} -> "
-                              f"{self.schedule.lr(self.step + 1):.3e}")
+                self.log.info(
+                    f"validation perplexity has not improved for "
+                    f"{self.cfg.schedule.patience} validations: learning rate "
+                    f"x{self.cfg.schedule.factor} -> "
+                    f"{self.schedule.lr(self.step + 1):.3e}"
+                )
             value = metrics.get(t.best_metric)
             if value is None:
-                raise UserError(f"train.best_metric={t.best_metric} is not measured "
-                                "(bleu and chrf need train.bleu=true)")
+                raise UserError(
+                    f"train.best_metric={t.best_metric} is not measured "
+                    "(bleu and chrf need train.bleu=true)"
+                )
             lower = ckpt.LOWER_IS_BETTER[t.best_metric]
-            improved = self.best_value is None or (value < self.best_value if lower
-                                                   else value > self.best_value)
+            improved = self.best_value is None or (
+                value < self.best_value if lower else value > self.best_value
+            )
             if improved:
                 self.best_value, self.best_step, self.stale = value, self.step, 0
             else:
@@ -473,12 +590,22 @@ class Trainer:
             self.history.append({"step": self.step, "value": value})
             record = {"split": "valid", "step": self.step, **metrics}
             self.metrics.write(record)
-            shown = " | ".join(f"{k} {v:.4g}" if k in ("ppl", "loss") else f"{k} {v:.2f}"
-                               if k in ("bleu", "chrf") else f"{k} {v:.4f}"
-                               for k, v in metrics.items())
-            self.log.info(f"validation at step {self.step:,}: {shown}"
-                          + (" (best)" if improved else f" (best {self.best_value:.4g} at "
-                             f"step {self.best_step:,})"))
+            shown = " | ".join(
+                f"{k} {v:.4g}"
+                if k in ("ppl", "loss")
+                else f"{k} {v:.2f}"
+                if k in ("bleu", "chrf")
+                else f"{k} {v:.4f}"
+                for k, v in metrics.items()
+            )
+            self.log.info(
+                f"validation at step {self.step:,}: {shown}"
+                + (
+                    " (best)"
+                    if improved
+                    else f" (best {self.best_value:.4g} at step {self.best_step:,})"
+                )
+            )
         rngs = distributed.gather(self.dist, self._rng_state())
         if self.main:
             path = self.run_dir.step_file(self.step)
@@ -489,8 +616,9 @@ class Trainer:
             ckpt.prune(self.run_dir, t.keep_last, self._best_steps())
         self.saved_step = self.step
         if stop:
-            self.log.info(f"early stop: {t.best_metric} has not improved for {t.patience} "
-                          "validations")
+            self.log.info(
+                f"early stop: {t.best_metric} has not improved for {t.patience} validations"
+            )
         return stop
 
     def _best_steps(self) -> list[int]:
@@ -498,9 +626,10 @@ class Trainer:
         if not t.keep_best or not self.history:
             return []
         lower = ckpt.LOWER_IS_BETTER[t.best_metric]
-        ranked = sorted(self.history, key=lambda h: (h["value"] if lower else -h["value"],
-                                                     -h["step"]))
-        return [h["step"] for h in ranked[:t.keep_best]]
+        ranked = sorted(
+            self.history, key=lambda h: (h["value"] if lower else -h["value"], -h["step"])
+        )
+        return [h["step"] for h in ranked[: t.keep_best]]
 
     # --- signals -------------------------------------------------------------------------
     def _install_signals(self) -> dict[int, Any]:
@@ -509,7 +638,7 @@ class Trainer:
         previous = {}
 
         def handler(signum, frame):
-            if self._stop_signal is not None:   # a second Ctrl-C: stop at once
+            if self._stop_signal is not None:  # a second Ctrl-C: stop at once
                 raise KeyboardInterrupt
             self._stop_signal = signum
             self.log.warning("stopping after this update (press Ctrl-C again to stop now)")

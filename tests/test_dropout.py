@@ -1,4 +1,5 @@
 """The CPU dropout: right rate, unbiased, seeded, identity in eval."""
+
 import torch
 
 from adl.nn.dropout import Dropout, dropout

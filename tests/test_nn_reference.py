@@ -1,20 +1,21 @@
 """Compiled modules against independent references: torch's own modules and the paper's formulas."""
+
 import math
 
 import pytest
 import torch
+from conftest import ROOT
 from torch import nn
 
 import adl
 from adl.nn import Context, Memory
 from adl.nn.position import SinusoidalPositions
-from conftest import ROOT
 
 D, H, FF, LAYERS = 64, 4, 256, 2
 
 
 def build_network(text, role, d=D, heads=H, source_d=None):
-    from adl.build import build_network as build
+    from adl.models import build_network as build
 
     program = adl.check(text, role=role, d_model=d, heads=heads, dropout=0.0, source_d=source_d)
     return build(program, program.network)[0]
@@ -89,8 +90,12 @@ def test_pos_values_equal_the_formula():
     for t in range(T):
         for j in range(d // 2):
             angle = t / 10000 ** (2 * j / d)
-            assert got[0, t, 2 * j].item() == pytest.approx(math.sqrt(d) * h[0, t, 2 * j].item() + math.sin(angle), abs=1e-5)
-            assert got[0, t, 2 * j + 1].item() == pytest.approx(math.sqrt(d) * h[0, t, 2 * j + 1].item() + math.cos(angle), abs=1e-5)
+            assert got[0, t, 2 * j].item() == pytest.approx(
+                math.sqrt(d) * h[0, t, 2 * j].item() + math.sin(angle), abs=1e-5
+            )
+            assert got[0, t, 2 * j + 1].item() == pytest.approx(
+                math.sqrt(d) * h[0, t, 2 * j + 1].item() + math.cos(angle), abs=1e-5
+            )
     # in incremental decoding, position t is the cache's offset
     from adl.nn import DecodeState
 
@@ -112,7 +117,10 @@ def sinusoid_table(T, d):
 def transformer_pair():
     t_enc = f"res_nd(mh_dot_self_att) -> res_nd(ffl({FF}))"
     t_dec = f"res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) -> res_nd(ffl({FF}))"
-    return (f"pos -> repeat({LAYERS}, {t_enc}) -> norm", f"pos -> repeat({LAYERS}, {t_dec}) -> norm")
+    return (
+        f"pos -> repeat({LAYERS}, {t_enc}) -> norm",
+        f"pos -> repeat({LAYERS}, {t_dec}) -> norm",
+    )
 
 
 def copy_into_torch(model, ref: nn.Transformer):
@@ -167,25 +175,38 @@ def test_transformer_equals_torch_transformer():
     model = adl.build(enc, dec, src_vocab=40, tgt_vocab=50, d_model=D, heads=H, dropout=0.0)
     ref = nn.Transformer(D, H, LAYERS, LAYERS, FF, dropout=0.0, batch_first=True, norm_first=True)
     copy_into_torch(model, ref)
-    assert sum(p.numel() for p in model.encoder.parameters()) + \
-        sum(p.numel() for p in model.decoder.parameters()) == sum(p.numel() for p in ref.parameters())
+    assert sum(p.numel() for p in model.encoder.parameters()) + sum(
+        p.numel() for p in model.decoder.parameters()
+    ) == sum(p.numel() for p in ref.parameters())
     src = torch.randint(4, 40, (3, 9))
     src[2, 6:] = 0
     tgt = torch.randint(4, 50, (3, 7))
     model.train(), ref.train()  # dropout is 0; train mode keeps torch off its inference fast path
     x = model.src_embed(src) * math.sqrt(D) + sinusoid_table(9, D)
     y = model.tgt_embed(tgt) * math.sqrt(D) + sinusoid_table(7, D)
-    z = ref(x, y, src_key_padding_mask=src.eq(0), memory_key_padding_mask=src.eq(0),
-            tgt_mask=nn.Transformer.generate_square_subsequent_mask(7), tgt_is_causal=True)
+    z = ref(
+        x,
+        y,
+        src_key_padding_mask=src.eq(0),
+        memory_key_padding_mask=src.eq(0),
+        tgt_mask=nn.Transformer.generate_square_subsequent_mask(7),
+        tgt_is_causal=True,
+    )
     expected = model.output(z)
     torch.testing.assert_close(model(src, tgt), expected, rtol=1e-5, atol=1e-5)
 
 
 def test_file_transformer_has_torch_transformer_size():
-    model = adl.build(ROOT / "architectures/transformer.enc.adl", ROOT / "architectures/transformer.dec.adl",
-                      src_vocab=10, tgt_vocab=10)
+    model = adl.build(
+        ROOT / "architectures/transformer.enc.adl",
+        ROOT / "architectures/transformer.dec.adl",
+        src_vocab=10,
+        tgt_vocab=10,
+    )
     ref = nn.Transformer(512, 8, 6, 6, 2048, norm_first=True)
-    ours = sum(p.numel() for p in model.encoder.parameters()) + sum(p.numel() for p in model.decoder.parameters())
+    ours = sum(p.numel() for p in model.encoder.parameters()) + sum(
+        p.numel() for p in model.decoder.parameters()
+    )
     assert ours == sum(p.numel() for p in ref.parameters())
 
 
@@ -197,8 +218,14 @@ def test_lstm_and_conv_against_torch():
     conv = build_network("cnn(k=3)", "encoder").chain.layers[0]
     ref = nn.Conv1d(D, D, 3, padding=1)
     ref.load_state_dict(conv.conv.state_dict())
-    torch.testing.assert_close(conv(x, Context("encoder")), torch.relu(ref(x.transpose(1, 2))).transpose(1, 2))
+    torch.testing.assert_close(
+        conv(x, Context("encoder")), torch.relu(ref(x.transpose(1, 2))).transpose(1, 2)
+    )
     causal = build_network("cnn(k=3)", "decoder").chain.layers[0]
     causal.conv.load_state_dict(conv.conv.state_dict())
-    ref_causal = nn.functional.conv1d(nn.functional.pad(x.transpose(1, 2), (2, 0)), ref.weight, ref.bias)
-    torch.testing.assert_close(causal(x, Context("decoder")), torch.relu(ref_causal).transpose(1, 2))
+    ref_causal = nn.functional.conv1d(
+        nn.functional.pad(x.transpose(1, 2), (2, 0)), ref.weight, ref.bias
+    )
+    torch.testing.assert_close(
+        causal(x, Context("decoder")), torch.relu(ref_causal).transpose(1, 2)
+    )

@@ -1,11 +1,11 @@
 """The wheel holds every package and the grammar; pyproject lists every package."""
+
 import subprocess
 import sys
-import tomllib
 import zipfile
 
 import pytest
-
+import tomllib
 from conftest import ROOT
 
 
@@ -15,22 +15,48 @@ def _listed() -> set[str]:
 
 
 def test_every_package_is_listed():
-    found = {".".join(p.parent.relative_to(ROOT).parts)
-             for top in ("adl", "runtime") for p in (ROOT / top).rglob("__init__.py")}
+    found = {
+        ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "adl").rglob("__init__.py")
+    }
+    found |= {
+        ".".join(("adl",) + p.parent.relative_to(ROOT).parts)
+        for p in (ROOT / "runtime").rglob("__init__.py")
+    }
     assert found | {"adl.grammar"} == _listed()
 
 
 def test_dependencies_keep_a_normal_range():
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     names = {d.split(">")[0].split("=")[0].split("<")[0] for d in deps}
-    assert names == {"torch", "lark", "sacrebleu", "pyyaml", "sentencepiece", "matplotlib"}
+    assert names == {
+        "torch",
+        "lark",
+        "sacrebleu",
+        "pyyaml",
+        "sentencepiece",
+        "matplotlib",
+        "submitit",
+    }
     assert not any("==" in d for d in deps)
 
 
 @pytest.mark.slow
 def test_wheel_ships_the_grammar(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                        "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     wheel = next(tmp_path.glob("adl-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()

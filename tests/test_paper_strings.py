@@ -1,4 +1,5 @@
 """Every ADL string of Domhan (2018) and the Sockeye acl18 spellings check clean in their role."""
+
 import pytest
 
 import adl
@@ -15,13 +16,21 @@ PAPER = [
     ("decoder", "pos → res(dropout → cnn(glu) → dropout → res(dot_src_att(s=1)))", {}),
     # §2.4 Transformer, with named blocks
     ("encoder", "t_enc = res_nd(mh_dot_self_att) → res_nd(ffl)\npos → repeat(n, t_enc) → norm", N6),
-    ("decoder", "t_dec = res_nd(mh_dot_self_att) → res_nd(mh_dot_src_att) → res_nd(ffl)\n"
-                "pos → repeat(n, t_dec) → norm", N6),
+    (
+        "decoder",
+        "t_dec = res_nd(mh_dot_self_att) → res_nd(mh_dot_src_att) → res_nd(ffl)\n"
+        "pos → repeat(n, t_dec) → norm",
+        N6,
+    ),
     # §4.3 Table 3: RNN
     ("encoder", "dropout → res_d(birnn) → repeat(5, res_d(rnn))", {}),
     ("decoder", "dropout → repeat(6, res_d(rnn)) → res_d(dot_src_att) → res_d(ffl)", {}),
     # §4.3 Table 3: the final RNN model (with the paper's typo fft corrected to ffl)
-    ("encoder", "pos → res_nd(birnn) → res_nd(ffl) → repeat(5, res_nd(rnn)) → res_nd(ffl) → norm", {}),
+    (
+        "encoder",
+        "pos → res_nd(birnn) → res_nd(ffl) → repeat(5, res_nd(rnn)) → res_nd(ffl) → norm",
+        {},
+    ),
     ("decoder", "pos → repeat(6, res_nd(rnn)) → res_nd(mh_dot_src_att) → res_nd(ffl) → norm", {}),
     # §4.3 Table 4: CNN and the final CNN model
     ("encoder", "pos → repeat(6, res_d(cnn))", {}),
@@ -30,38 +39,93 @@ PAPER = [
     ("decoder", "pos → repeat(6, res_nd(cnn) → res_nd(mh_dot_src_att) → res_nd(ffl)) → norm", {}),
     ("encoder", "pos → repeat(6, res_d(cnn(glu)))", {}),
     # §4.4 Table 5, with named blocks that take the self-attention replacement
-    ("encoder", "t_enc(x_enc) = res_nd(x_enc) → res_nd(ffl)\npos → repeat(6, t_enc(rnn)) → norm", {}),
-    ("encoder", "t_enc(x_enc) = res_nd(x_enc) → res_nd(ffl)\npos → repeat(6, t_enc(cnn)) → norm", {}),
-    ("decoder", "t_dec(x_dec) = res_nd(x_dec) → res_nd(mh_dot_src_att) → res_nd(ffl)\n"
-                "pos → repeat(6, t_dec(rnn)) → norm", {}),
-    ("decoder", "t_dec(x_dec) = res_nd(x_dec) → res_nd(mh_dot_src_att) → res_nd(ffl)\n"
-                "pos → repeat(6, t_dec(cnn)) → norm", {}),
-    ("decoder", "t_dec(x_dec) = res_nd(x_dec) → res_nd(mh_dot_src_att) → res_nd(ffl)\n"
-                "pos → repeat(2, t_dec(mh_dot_self_att) → t_dec(rnn) → t_dec(cnn)) → norm", {}),
+    (
+        "encoder",
+        "t_enc(x_enc) = res_nd(x_enc) → res_nd(ffl)\npos → repeat(6, t_enc(rnn)) → norm",
+        {},
+    ),
+    (
+        "encoder",
+        "t_enc(x_enc) = res_nd(x_enc) → res_nd(ffl)\npos → repeat(6, t_enc(cnn)) → norm",
+        {},
+    ),
+    (
+        "decoder",
+        "t_dec(x_dec) = res_nd(x_dec) → res_nd(mh_dot_src_att) → res_nd(ffl)\n"
+        "pos → repeat(6, t_dec(rnn)) → norm",
+        {},
+    ),
+    (
+        "decoder",
+        "t_dec(x_dec) = res_nd(x_dec) → res_nd(mh_dot_src_att) → res_nd(ffl)\n"
+        "pos → repeat(6, t_dec(cnn)) → norm",
+        {},
+    ),
+    (
+        "decoder",
+        "t_dec(x_dec) = res_nd(x_dec) → res_nd(mh_dot_src_att) → res_nd(ffl)\n"
+        "pos → repeat(2, t_dec(mh_dot_self_att) → t_dec(rnn) → t_dec(cnn)) → norm",
+        {},
+    ),
     ("decoder", "t_dec = res_nd(mh_dot_src_att) → res_nd(ffl)\npos → repeat(6, t_dec) → norm", {}),
     # Table 2: which encoder block the source attention reads
-    ("decoder", "pos → repeat(6, res_nd(mh_dot_self_att) → res_nd(mh_dot_src_att(encoder_block=increasing)) "
-                "→ res_nd(ffl)) → norm", {}),
-    ("decoder", "pos → repeat(6, res_nd(mh_dot_self_att) → res_nd(mh_dot_src_att(encoder_block=decreasing)) "
-                "→ res_nd(ffl)) → norm", {}),
+    (
+        "decoder",
+        "pos → repeat(6, res_nd(mh_dot_self_att) → res_nd(mh_dot_src_att(encoder_block=increasing)) "
+        "→ res_nd(ffl)) → norm",
+        {},
+    ),
+    (
+        "decoder",
+        "pos → repeat(6, res_nd(mh_dot_self_att) → res_nd(mh_dot_src_att(encoder_block=decreasing)) "
+        "→ res_nd(ffl)) → norm",
+        {},
+    ),
 ]
 
 # Sockeye acl18 (README of the acl18 branch): --custom-seq-encoder / --custom-seq-decoder.
 SOCKEYE = [
-    ("decoder", "pos->repeat(6,res(norm->mh_dot_self_att)->res(norm->mh_dot_att)->res(norm->ff($FF_NUM_HIDDEN)->linear))->norm",
-     {"FF_NUM_HIDDEN": 1024}),
+    (
+        "decoder",
+        "pos->repeat(6,res(norm->mh_dot_self_att)->res(norm->mh_dot_att)->res(norm->ff($FF_NUM_HIDDEN)->linear))->norm",
+        {"FF_NUM_HIDDEN": 1024},
+    ),
     ("encoder", "pos->repeat(6,res(norm->mh_dot_self_att)->res(norm->ff(2048)->linear))->norm", {}),
     ("encoder", "dropout->res(birnn->dropout)->repeat(5,res(rnn->dropout))", {}),
-    ("decoder", "dropout->repeat(6,res(rnn->dropout))->res(mh_dot_att(heads=1))->res(ff(2048)->linear)", {}),
+    (
+        "decoder",
+        "dropout->repeat(6,res(rnn->dropout))->res(mh_dot_att(heads=1))->res(ff(2048)->linear)",
+        {},
+    ),
     ("decoder", "dropout->repeat(6,res(rnn->dropout))->res(mh_dot_att)->res(ff(2048)->linear)", {}),
     ("encoder", "pos->res(birnn->dropout)->repeat(5,res(rnn->dropout))", {}),
     ("decoder", "pos->repeat(6,res(rnn->dropout))->res(mh_dot_att)->res(ff(2048)->linear)", {}),
     ("encoder", "pos->res(norm->birnn->dropout)->repeat(5,res(norm->rnn->dropout))->norm", {}),
-    ("decoder", "pos->repeat(6,res(norm->rnn->dropout))->res(norm->mh_dot_att)->res(norm->ff(2048)->linear)->norm", {}),
-    ("decoder", "pos->repeat(6,res(norm->rnn->dropout)->res(norm->mh_dot_att(heads=1)))->res(norm->ff(2048)->linear)->norm", {}),
-    ("decoder", "pos->repeat(6,res(norm->rnn->dropout)->res(norm->mh_dot_att))->res(norm->ff(2048)->linear)->norm", {}),
-    ("encoder", "pos->res(norm->birnn->dropout)->res(norm->ff(2048)->linear)->repeat(5,res(norm->rnn->dropout)->res(norm->ff(2048)->linear))->norm", {}),
-    ("decoder", "pos->repeat(6,res(norm->rnn->dropout)->res(norm->mh_dot_att)->res(norm->ff(2048)->linear))->norm", {}),
+    (
+        "decoder",
+        "pos->repeat(6,res(norm->rnn->dropout))->res(norm->mh_dot_att)->res(norm->ff(2048)->linear)->norm",
+        {},
+    ),
+    (
+        "decoder",
+        "pos->repeat(6,res(norm->rnn->dropout)->res(norm->mh_dot_att(heads=1)))->res(norm->ff(2048)->linear)->norm",
+        {},
+    ),
+    (
+        "decoder",
+        "pos->repeat(6,res(norm->rnn->dropout)->res(norm->mh_dot_att))->res(norm->ff(2048)->linear)->norm",
+        {},
+    ),
+    (
+        "encoder",
+        "pos->res(norm->birnn->dropout)->res(norm->ff(2048)->linear)->repeat(5,res(norm->rnn->dropout)->res(norm->ff(2048)->linear))->norm",
+        {},
+    ),
+    (
+        "decoder",
+        "pos->repeat(6,res(norm->rnn->dropout)->res(norm->mh_dot_att)->res(norm->ff(2048)->linear))->norm",
+        {},
+    ),
     ("encoder", "pos->repeat(6,res(norm->cnn(512,3,glu,0.1)))->highway(ffl)->norm", {}),
 ]
 
@@ -93,15 +157,21 @@ def test_transformer_matches_torch_parameter_count():
     dec = adl.check(PAPER[5][1], role="decoder", vars=N6).network
     layer_e = torch.nn.TransformerEncoderLayer(512, 8, 2048, norm_first=True)
     layer_d = torch.nn.TransformerDecoderLayer(512, 8, 2048, norm_first=True)
-    count = lambda m: sum(p.numel() for p in m.parameters())
+
+    def count(m):
+        return sum(p.numel() for p in m.parameters())
+
     assert enc.params == 6 * count(layer_e) + 2 * 512  # + the final norm
     assert dec.params == 6 * count(layer_d) + 2 * 512
 
 
-@pytest.mark.parametrize("text", [
-    "pos → res_nd(birnn) → res_nd(fft) → repeat(5, res_nd(rnn)) → res_nd(fft) → norm",
-    "pos → repeat(6, res_nd(rnn)) → res_nd(mh_dot_src_att) → res_nd(fft) → norm",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pos → res_nd(birnn) → res_nd(fft) → repeat(5, res_nd(rnn)) → res_nd(fft) → norm",
+        "pos → repeat(6, res_nd(rnn)) → res_nd(mh_dot_src_att) → res_nd(fft) → norm",
+    ],
+)
 def test_paper_typo_fft_gets_hint_ffl(text):
     with pytest.raises(adl.ADLError) as info:
         adl.check(text, role="decoder" if "src_att" in text else "encoder")

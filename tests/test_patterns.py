@@ -1,4 +1,5 @@
 """The hard-coded heads' weight matrices against design.md §4 and hand computation."""
+
 import math
 
 import pytest
@@ -60,18 +61,21 @@ def test_fixed_cubic_function():
     assert P.fixed("start", 4)[2].tolist() == pytest.approx([0.64, 0.27, 0.08, 0.01])
 
 
-@pytest.mark.parametrize("name,i,expected", [
-    ("cur", 2, [0, 0, 1, 0, 0]),
-    ("prev", 2, [0, 1, 0, 0, 0]),
-    ("prev", 0, [0, 0, 0, 0, 0]),
-    ("next", 4, [0, 0, 0, 0, 0]),
-    ("next", 1, [0, 0, 1, 0, 0]),
-    ("left", 4, [1 / 36, 8 / 36, 27 / 36, 0, 0]),      # f over 0..i-2
-    ("left", 1, [0, 0, 0, 0, 0]),
-    ("right", 0, [0, 0, 1 / 36, 8 / 36, 27 / 36]),     # f over i+2..n-1
-    ("right", 3, [0, 0, 0, 0, 0]),
-    ("last", 1, [0, 0, 0, 0, 1]),
-])
+@pytest.mark.parametrize(
+    "name,i,expected",
+    [
+        ("cur", 2, [0, 0, 1, 0, 0]),
+        ("prev", 2, [0, 1, 0, 0, 0]),
+        ("prev", 0, [0, 0, 0, 0, 0]),
+        ("next", 4, [0, 0, 0, 0, 0]),
+        ("next", 1, [0, 0, 1, 0, 0]),
+        ("left", 4, [1 / 36, 8 / 36, 27 / 36, 0, 0]),  # f over 0..i-2
+        ("left", 1, [0, 0, 0, 0, 0]),
+        ("right", 0, [0, 0, 1 / 36, 8 / 36, 27 / 36]),  # f over i+2..n-1
+        ("right", 3, [0, 0, 0, 0, 0]),
+        ("last", 1, [0, 0, 0, 0, 1]),
+    ],
+)
 def test_fixed_patterns_by_hand(name, i, expected):
     assert P.fixed(name, 5)[i].tolist() == pytest.approx(expected)
 
@@ -79,8 +83,8 @@ def test_fixed_patterns_by_hand(name, i, expected):
 def test_word_level_patterns_share_weights_within_a_word():
     words = [0, 0, 1, 2, 2, 2]  # three words of 2, 1 and 3 pieces
     w = P.fixed_words("prev", words)
-    assert w[2].tolist() == pytest.approx([0.5, 0.5, 0, 0, 0, 0])   # word 1 looks at word 0
-    assert torch.equal(w[3], w[5])                                   # pieces of one word agree
+    assert w[2].tolist() == pytest.approx([0.5, 0.5, 0, 0, 0, 0])  # word 1 looks at word 0
+    assert torch.equal(w[3], w[5])  # pieces of one word agree
     assert w[3].tolist() == pytest.approx([0, 0, 1, 0, 0, 0])
     end = P.fixed_words("end", words)
     word_end = P.fixed("end", 3)[0]
@@ -106,8 +110,14 @@ def test_band_decoder_previous_k_positions():
 def test_joint_band():
     m = P.joint_band(3, 3, window=3)
     rows = ["".join(str(int(v)) for v in r) for r in m]
-    assert rows == ["110000", "111000", "011000",      # source: centred band, no target
-                    "111100", "111110", "111111"]      # target: all source + previous 3
+    assert rows == [
+        "110000",
+        "111000",
+        "011000",  # source: centred band, no target
+        "111100",
+        "111110",
+        "111111",
+    ]  # target: all source + previous 3
     full = P.joint_band(2, 2)
     assert ["".join(str(int(v)) for v in r) for r in full] == ["1100", "1100", "1110", "1111"]
 

@@ -2,11 +2,19 @@
 
 Incremental and padding probes run in float64, so that they test the logic and not float32
 rounding (deep un-normalised residual stacks reach large activations)."""
+
 import pytest
 import torch
-
-from models import (batch, decoder_models, encode, encoder_models, joint_models, run,
-                    small_model, start)
+from models import (
+    batch,
+    decoder_models,
+    encode,
+    encoder_models,
+    joint_models,
+    run,
+    small_model,
+    start,
+)
 
 DECODERS = decoder_models()
 ENCODERS = encoder_models()
@@ -22,9 +30,11 @@ def test_causality(name, enc, dec):
         full = run(model, src, tgt)
         for t in range(tgt.size(1) - 1):
             other = tgt.clone()
-            other[:, t + 1:] = (tgt[:, t + 1:] + 7) % 56 + 4
+            other[:, t + 1 :] = (tgt[:, t + 1 :] + 7) % 56 + 4
             changed = run(model, src, other)
-            assert torch.equal(full[:, : t + 1], changed[:, : t + 1]), f"position {t} sees later tokens"
+            assert torch.equal(full[:, : t + 1], changed[:, : t + 1]), (
+                f"position {t} sees later tokens"
+            )
 
 
 @pytest.mark.parametrize("name,enc,dec", DECODERS, ids=[d[0] for d in DECODERS])
@@ -52,7 +62,9 @@ def test_decoder_padding(name, enc, dec):
     with torch.no_grad():
         full = run(model, src, tgt)
         padded = torch.cat([tgt, torch.zeros(tgt.size(0), 4, dtype=tgt.dtype)], 1)
-        torch.testing.assert_close(run(model, src, padded)[:, : tgt.size(1)], full, rtol=1e-9, atol=1e-9)
+        torch.testing.assert_close(
+            run(model, src, padded)[:, : tgt.size(1)], full, rtol=1e-9, atol=1e-9
+        )
 
 
 @pytest.mark.parametrize("name,enc,dec", ENCODERS, ids=[e[0] for e in ENCODERS])
@@ -65,12 +77,17 @@ def test_encoder_padding(name, enc, dec):
         padded = torch.cat([src, torch.zeros(src.size(0), 5, dtype=src.dtype)], 1)
         memory2 = encode(model, padded)
         real = ~src.eq(0)
-        torch.testing.assert_close(memory2.top[:, : src.size(1)][real], memory.top[real],
-                                   rtol=1e-9, atol=1e-9)
-        torch.testing.assert_close(run(model, padded, tgt), run(model, src, tgt), rtol=1e-9, atol=1e-9)
+        torch.testing.assert_close(
+            memory2.top[:, : src.size(1)][real], memory.top[real], rtol=1e-9, atol=1e-9
+        )
+        torch.testing.assert_close(
+            run(model, padded, tgt), run(model, src, tgt), rtol=1e-9, atol=1e-9
+        )
         # a sentence alone equals the same sentence inside a padded batch
         one = src[1:2, : int(real[1].sum())]
-        torch.testing.assert_close(run(model, one, tgt[1:2]), run(model, src, tgt)[1:2], rtol=1e-9, atol=1e-9)
+        torch.testing.assert_close(
+            run(model, one, tgt[1:2]), run(model, src, tgt)[1:2], rtol=1e-9, atol=1e-9
+        )
 
 
 @pytest.mark.parametrize("name,path", JOINTS, ids=[j[0] for j in JOINTS])
@@ -83,4 +100,6 @@ def test_joint_source_padding(name, path):
         padded = torch.cat([src, torch.zeros(src.size(0), 5, dtype=src.dtype)], 1)
         torch.testing.assert_close(run(model, padded, tgt), full, rtol=1e-9, atol=1e-9)
         n = int((src[1] != 0).sum())
-        torch.testing.assert_close(run(model, src[1:2, :n], tgt[1:2]), full[1:2], rtol=1e-9, atol=1e-9)
+        torch.testing.assert_close(
+            run(model, src[1:2, :n], tgt[1:2]), full[1:2], rtol=1e-9, atol=1e-9
+        )

@@ -1,4 +1,5 @@
 """The README's commands and example stay true."""
+
 import re
 import subprocess
 

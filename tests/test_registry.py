@@ -1,4 +1,5 @@
 """The registry: every Domhan §2.3 layer, each documented from its own signature."""
+
 import inspect
 
 import pytest
@@ -7,9 +8,31 @@ import adl
 from adl.registry import REGISTRY, ROLES, spec_of
 from adl.types import ChainType, ChoiceType, SizeType
 
-DOMHAN = ["dropout", "pos", "learn_pos", "linear", "ff", "ffl", "cnn", "id", "concat", "rnn",
-          "birnn", "mh_dot_self_att", "mh_dot_src_att", "dot_src_att", "mh_dot_att",
-          "mlp_att", "mlp_src_att", "norm", "res", "res_d", "res_nd", "highway", "repeat"]
+DOMHAN = [
+    "dropout",
+    "pos",
+    "learn_pos",
+    "linear",
+    "ff",
+    "ffl",
+    "cnn",
+    "id",
+    "concat",
+    "rnn",
+    "birnn",
+    "mh_dot_self_att",
+    "mh_dot_src_att",
+    "dot_src_att",
+    "mh_dot_att",
+    "mlp_att",
+    "mlp_src_att",
+    "norm",
+    "res",
+    "res_d",
+    "res_nd",
+    "highway",
+    "repeat",
+]
 
 
 @pytest.mark.parametrize("name", DOMHAN)
@@ -36,8 +59,8 @@ def test_entries_come_from_the_signature(spec):
 def test_types_and_aliases_are_read_from_annotations():
     ff = REGISTRY.get("ff")
     assert isinstance(ff.param("num_hidden").type, SizeType)
-    assert ff.param("d_o") is ff.param("num_hidden")          # paper spelling
-    assert ff.param("act") is ff.param("act_type")            # Sockeye: act_type
+    assert ff.param("d_o") is ff.param("num_hidden")  # paper spelling
+    assert ff.param("act") is ff.param("act_type")  # Sockeye: act_type
     assert isinstance(ff.param("act_type").type, ChoiceType)
     assert isinstance(REGISTRY.get("res").param("chain").type, ChainType)
     assert REGISTRY.get("mh_dot_att") is REGISTRY.get("mh_dot_src_att")
@@ -46,34 +69,37 @@ def test_types_and_aliases_are_read_from_annotations():
 
 
 def test_a_layer_without_argument_docs_is_refused():
-    from adl.registry import In, Out
+    from adl.registry import LayerInput, LayerOutput
 
-    def bad(h: In, /, size: int = 3) -> Out:
+    def bad(h: LayerInput, /, size: int = 3) -> LayerOutput:
         """No argument section."""
-        return Out(h.d)
+        return LayerOutput(h.d)
 
     with pytest.raises(TypeError, match="no line in the docstring"):
         spec_of(bad)
 
 
-@pytest.mark.parametrize("text,params", [
-    ("linear(100)", 512 * 100 + 100),
-    ("linear(100, no_bias=true)", 512 * 100),
-    ("ff(100)", 512 * 100 + 100),
-    ("ff(100, glu)", 512 * 200 + 200),
-    ("ffl", 512 * 2048 + 2048 + 2048 * 512 + 512),
-    ("cnn(k=5)", 5 * 512 * 512 + 512),
-    ("cnn(glu)", 3 * 512 * 1024 + 1024),
-    ("rnn", 4 * 512 * (512 + 512) + 8 * 512),
-    ("rnn(cell=gru)", 3 * 512 * 1024 + 6 * 512),
-    ("birnn", 2 * (4 * 256 * (512 + 256) + 8 * 256)),
-    ("norm", 1024),
-    ("learn_pos(max_len=100)", 100 * 512),
-    ("mh_dot_self_att", 4 * (512 * 512 + 512)),
-    ("highway(ffl)", 512 * 512 + 512 + 512 * 2048 + 2048 + 2048 * 512 + 512),
-    ("repeat(3, norm)", 3 * 1024),
-    ("concat(id, ff(100))", 512 * 100 + 100),
-])
+@pytest.mark.parametrize(
+    "text,params",
+    [
+        ("linear(100)", 512 * 100 + 100),
+        ("linear(100, no_bias=true)", 512 * 100),
+        ("ff(100)", 512 * 100 + 100),
+        ("ff(100, glu)", 512 * 200 + 200),
+        ("ffl", 512 * 2048 + 2048 + 2048 * 512 + 512),
+        ("cnn(k=5)", 5 * 512 * 512 + 512),
+        ("cnn(glu)", 3 * 512 * 1024 + 1024),
+        ("rnn", 4 * 512 * (512 + 512) + 8 * 512),
+        ("rnn(cell=gru)", 3 * 512 * 1024 + 6 * 512),
+        ("birnn", 2 * (4 * 256 * (512 + 256) + 8 * 256)),
+        ("norm", 1024),
+        ("learn_pos(max_len=100)", 100 * 512),
+        ("mh_dot_self_att", 4 * (512 * 512 + 512)),
+        ("highway(ffl)", 512 * 512 + 512 + 512 * 2048 + 2048 + 2048 * 512 + 512),
+        ("repeat(3, norm)", 3 * 1024),
+        ("concat(id, ff(100))", 512 * 100 + 100),
+    ],
+)
 def test_parameter_counts_by_hand(text, params):
     assert adl.check(f"{text}", role="encoder").network.params == params
 

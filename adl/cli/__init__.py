@@ -3,29 +3,42 @@
 Exit status: 0 success, 1 invalid input (an ADL error, bad data), 2 a usage error.
 A user error prints one clear message and no traceback; ``--debug`` shows the traceback.
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
-from ..errors import ADLError
+from ..errors import ADLError, UserError
 from . import average as average_cmd
 from . import compile as compile_cmd
 from . import data as data_cmd
 from . import demo as demo_cmd
+from . import sweep as sweep_cmd
 from . import train as train_cmd
 from . import translate as translate_cmd
 from . import viz as viz_cmd
 from .common import UsageError
 
 # Each command module has add_parser(subparsers) and run(args) -> int.
-COMMANDS = [demo_cmd, compile_cmd, data_cmd, train_cmd, translate_cmd, average_cmd, viz_cmd]
+COMMANDS = [
+    demo_cmd,
+    compile_cmd,
+    data_cmd,
+    train_cmd,
+    translate_cmd,
+    average_cmd,
+    viz_cmd,
+    sweep_cmd,
+]
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="adl", description="ADL: architecture definition "
-                                "language for neural machine translation.")
+    p = argparse.ArgumentParser(
+        prog="adl",
+        description="ADL: architecture definition language for neural machine translation.",
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -48,16 +61,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(exc.render(), file=sys.stderr)
         return 1
+    except UserError as exc:  # the runtime's errors: bad data, settings, checkpoints
+        if args.debug:
+            raise
+        print(f"adl {_name(args)}: error: {exc}", file=sys.stderr)
+        return 1
     except UsageError as exc:
         if args.debug:
             raise
-        print(f"adl {args.command}: error: {exc}", file=sys.stderr)
+        print(f"adl {_name(args)}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+
+
+def _name(args: argparse.Namespace) -> str:
+    """The command as typed: ``train``, ``viz curves``, ``data bible``."""
+    sub = getattr(args, "picture", None) or getattr(args, "corpus", None)
+    return f"{args.command} {sub}" if sub else args.command
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,33 +1,30 @@
 """``adl average RUN --last N | --best N [--out FILE]``: average checkpoints' weights."""
+
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("average", help="average the weights of a run's checkpoints",
-                       description="Average the last or the best N step checkpoints of a run "
-                                   "(best by the run's train.best_metric) into one checkpoint.")
+    p = sub.add_parser(
+        "average",
+        help="average the weights of a run's checkpoints",
+        description="Average the last or the best N step checkpoints of a run "
+        "(best by the run's train.best_metric) into one checkpoint.",
+    )
     p.add_argument("run_dir", metavar="RUN", help="a run directory written by adl train")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--last", type=int, metavar="N", help="the N newest checkpoints")
     which.add_argument("--best", type=int, metavar="N", help="the N best checkpoints")
-    p.add_argument("--out", metavar="FILE",
-                   help="where to write it (default: RUN/checkpoints/average.pt)")
+    p.add_argument(
+        "--out", metavar="FILE", help="where to write it (default: RUN/checkpoints/average.pt)"
+    )
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    import runtime
+    from adl import runtime
 
-    try:
-        path, steps = runtime.average_run(args.run_dir, last=args.last, best=args.best,
-                                          out=args.out)
-    except runtime.UserError as exc:
-        if args.debug:
-            raise
-        print(f"adl average: error: {exc}", file=sys.stderr)
-        return 1
+    path, steps = runtime.average_run(args.run_dir, last=args.last, best=args.best, out=args.out)
     print(f"averaged steps {', '.join(f'{s:,}' for s in steps)} -> {path}")
     return 0

@@ -1,4 +1,5 @@
 """Pieces shared by the ``adl`` commands."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,14 +12,21 @@ class UsageError(Exception):
     """A command line that cannot be carried out as written (exit 2)."""
 
 
+DEFAULTS = {"d_model": 512, "heads": 8, "dropout": 0.1}  # adl.check's model settings
+
+
 def add_model_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--d-model", type=int, default=512, metavar="N", help="model size (512)")
-    p.add_argument("--heads", type=int, default=8, metavar="N",
-                   help="default attention heads (8)")
-    p.add_argument("--dropout", type=float, default=0.1, metavar="P",
-                   help="default dropout rate (0.1)")
-    p.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
-                   help="set $NAME (repeatable), e.g. --var FF_NUM_HIDDEN=1024")
+    # None: not given (a preset's value, else DEFAULTS)
+    p.add_argument("--d-model", type=int, metavar="N", help="model size (512)")
+    p.add_argument("--heads", type=int, metavar="N", help="default attention heads (8)")
+    p.add_argument("--dropout", type=float, metavar="P", help="default dropout rate (0.1)")
+    p.add_argument(
+        "--var",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set $NAME (repeatable), e.g. --var FF_NUM_HIDDEN=1024",
+    )
 
 
 def model_options(args: argparse.Namespace) -> dict:
@@ -28,7 +36,8 @@ def model_options(args: argparse.Namespace) -> dict:
         if not eq or not name:
             raise UsageError(f"--var takes NAME=VALUE, not {item!r}")
         variables[name.lstrip("$")] = value
-    return dict(d_model=args.d_model, heads=args.heads, dropout=args.dropout, vars=variables)
+    settings = {k: getattr(args, k) for k in DEFAULTS}
+    return {**{k: DEFAULTS[k] if v is None else v for k, v in settings.items()}, "vars": variables}
 
 
 def checked_model_options(args: argparse.Namespace) -> dict:

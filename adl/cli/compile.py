@@ -1,4 +1,8 @@
-"""``adl compile --check|--summary FILE...``: validate ADL files and show their layers."""
+"""``adl compile --check|--summary [--preset NAME] FILE...``: validate ADL files and show their
+layers. ``--preset`` checks with a run preset's model size, heads, dropout and variables (and
+without FILEs, checks every file the preset names); a variable that no file reads is a
+warning, with the nearest name the files do read."""
+
 from __future__ import annotations
 
 import argparse
@@ -6,30 +10,53 @@ import sys
 from pathlib import Path
 
 from .. import api
-from ..check import role_from_name
-from ..check.program import Program
+from ..analysis import role_from_name
+from ..analysis.program import Program
+from ..analysis.variables import unused_variables
 from ..errors import ADLError, Diagnostic
+from ..models import check_pair
 from ..registry import DECODER, ENCODER, ROLES
 from ..summary import model_rows, model_table, table
 from .common import add_model_options, checked_model_options
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compile", help="check ADL files and summarise their layers",
-                       description="Check ADL files (every error of a file at once) and "
-                                   "optionally print a table of their layers.")
-    p.add_argument("files", nargs="+", metavar="FILE", help=".adl files")
+    p = sub.add_parser(
+        "compile",
+        help="check ADL files and summarise their layers",
+        description="Check ADL files (every error of a file at once) and "
+        "optionally print a table of their layers.",
+    )
+    p.add_argument(
+        "files", nargs="*", metavar="FILE", help=".adl files (default: the files --preset names)"
+    )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="check only (the default)")
-    mode.add_argument("--summary", action="store_true",
-                      help="print each layer's position, sizes and parameter count")
-    p.add_argument("--role", choices=ROLES,
-                   help="role of the files' bare chains (default: from *.enc.adl / *.dec.adl "
-                        "/ *.joint.adl, or from encoder = / decoder = / joint = definitions)")
+    mode.add_argument(
+        "--summary",
+        action="store_true",
+        help="print each layer's position, sizes and parameter count",
+    )
+    p.add_argument(
+        "--role",
+        choices=ROLES,
+        help="role of the files' bare chains (default: from *.enc.adl / *.dec.adl "
+        "/ *.joint.adl, or from encoder = / decoder = / joint = definitions)",
+    )
     add_model_options(p)
-    p.add_argument("--src-vocab", type=int, metavar="N",
-                   help="with --summary and an encoder and a decoder: count the whole model, "
-                        "embeddings and output layer included")
+    p.add_argument(
+        "--preset",
+        metavar="NAME|FILE",
+        help="check with a run preset's d_model, heads, dropout and model.vars "
+        "(the options above override them)",
+    )
+    p.add_argument(
+        "--src-vocab",
+        type=int,
+        metavar="N",
+        help="with --summary and an encoder and a decoder: count the whole model, "
+        "embeddings and output layer included",
+    )
     p.add_argument("--tgt-vocab", type=int, metavar="N", help="target vocabulary size")
     p.add_argument("--tie-embeddings", action="store_true", help="W_o shares E_tgt")
     p.add_argument("--share-embeddings", action="store_true", help="E_src is E_tgt")
@@ -37,22 +64,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = checked_model_options(args)
-    role = lambda path: args.role or role_from_name(path)  # noqa: E731
+    options, origins = _settings(args)
+    role = lambda path: args.role or role_from_name(path)
     results: dict[str, Program | ADLError] = {}
-    # Encoders first: a decoder given beside an encoder reads that encoder's output size.
-    encoder_d: int | None = None
+    # Encoders first: a decoder given beside an encoder reads that encoder's output size,
+    # and its encoder_block= arguments must name blocks that encoder has.
+    encoder: Program | None = None
     for path in sorted(args.files, key=lambda f: role(f) != ENCODER):
-        source_d = encoder_d if role(path) == DECODER else None
+        paired = encoder if role(path) == DECODER else None
+        source_d = paired.networks[ENCODER].d_out if paired is not None else None
         try:
             results[path] = api.check(Path(path), role=args.role, source_d=source_d, **options)
+            if paired is not None and DECODER in results[path].networks:
+                check_pair(paired, results[path])
         except ADLError as exc:
             if args.debug:
                 raise
             results[path] = exc
             continue
         if ENCODER in results[path].networks:
-            encoder_d = results[path].networks[ENCODER].d_out
+            encoder = results[path]
     failed = []
     for path in args.files:  # report in the order given
         result = results[path]
@@ -69,12 +100,49 @@ def run(args: argparse.Namespace) -> int:
             print(_verdict(path, result))
     if args.summary and args.src_vocab and not failed:
         _model_summary(args, [r for r in results.values() if isinstance(r, Program)])
+    if not failed:  # a file with errors may read more than the checker got to
+        programs = list(results.values())
+        for origin in dict.fromkeys(origins.values()):
+            names = [n for n, o in origins.items() if o == origin]
+            _warn(unused_variables(names, programs, origin))
     if failed:
         n = sum(len(e.errors) for e in failed)
-        print(f"{n} error{'s' if n != 1 else ''} in {len(failed)} file"
-              f"{'s' if len(failed) != 1 else ''}", file=sys.stderr)
+        print(
+            f"{n} error{'s' if n != 1 else ''} in {len(failed)} file"
+            f"{'s' if len(failed) != 1 else ''}",
+            file=sys.stderr,
+        )
         return 1
     return 0
+
+
+def _settings(args: argparse.Namespace) -> tuple[dict, dict[str, str]]:
+    """The model options (a preset's, then the command line's) and where each variable was
+    set. Without FILEs, ``args.files`` becomes the files the preset names."""
+    from .common import DEFAULTS, UsageError
+
+    preset_vars: dict = {}
+    if args.preset:
+        from adl.runtime.config import load_config, preset_files  # yaml, and torch: only here
+
+        model = load_config(args.preset).model
+        for key in DEFAULTS:
+            if getattr(args, key) is None:
+                setattr(args, key, getattr(model, key))
+        preset_vars = dict(model.vars)
+        if not args.files:
+            args.files = [str(p) for p in preset_files(args.preset)]
+            if not args.files:
+                raise UsageError(
+                    f"preset {args.preset} names no files (architectures:): give FILEs"
+                )
+    elif not args.files:
+        raise UsageError("give the .adl files to check (or --preset NAME)")
+    options = checked_model_options(args)
+    given = {k: "--var" for k in options["vars"]}
+    options["vars"] = {**preset_vars, **options["vars"]}
+    origins = {k: f"preset {args.preset}" for k in preset_vars if k not in given} | given
+    return options, origins
 
 
 def _model_summary(args: argparse.Namespace, programs: list[Program]) -> None:
@@ -84,14 +152,21 @@ def _model_summary(args: argparse.Namespace, programs: list[Program]) -> None:
     if ENCODER not in nets or DECODER not in nets:
         raise UsageError("--src-vocab counts a whole model: give an encoder and a decoder")
     tgt_vocab = args.tgt_vocab or args.src_vocab
-    rows = model_rows(nets[ENCODER], nets[DECODER], args.src_vocab, tgt_vocab,
-                      args.tie_embeddings, args.share_embeddings)
+    rows = model_rows(
+        nets[ENCODER],
+        nets[DECODER],
+        args.src_vocab,
+        tgt_vocab,
+        args.tie_embeddings,
+        args.share_embeddings,
+    )
     print(model_table(rows, f"model (vocabularies {args.src_vocab:,} / {tgt_vocab:,})"))
 
 
 def _verdict(path: str, program: Program) -> str:
-    nets = ", ".join(f"{n.role} {n.d_in} → {n.d_out}, {n.params:,} parameters"
-                     for n in program.networks.values())
+    nets = ", ".join(
+        f"{n.role} {n.d_in} → {n.d_out}, {n.params:,} parameters" for n in program.networks.values()
+    )
     return f"{path}: ok ({nets})"
 
 

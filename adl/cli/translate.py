@@ -1,4 +1,5 @@
 """``adl translate`` and ``adl eval``: decode and score with a trained run."""
+
 from __future__ import annotations
 
 import argparse
@@ -6,36 +7,77 @@ import sys
 
 
 def add_search_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, metavar="RUN",
-                   help="a run directory of adl train (or a checkpoint file)")
-    p.add_argument("--checkpoint", default="best", metavar="WHICH",
-                   help="best, last, average, or a file in RUN/checkpoints (default best)")
-    p.add_argument("--beam", type=int, default=5, metavar="K", help="beam size (1: greedy; default 5)")
-    p.add_argument("--batch-size", type=int, default=4096, metavar="TOKENS",
-                   help="source tokens x beam per batch (default 4096)")
-    p.add_argument("--length-penalty", default="fairseq", choices=("fairseq", "gnmt", "none"),
-                   help="fairseq: score/length^alpha; gnmt: score/((5+length)/6)^alpha")
+    p.add_argument(
+        "--model",
+        required=True,
+        metavar="RUN",
+        help="a run directory of adl train (or a checkpoint file)",
+    )
+    p.add_argument(
+        "--checkpoint",
+        default="best",
+        metavar="WHICH",
+        help="best, last, average, or a file in RUN/checkpoints (default best)",
+    )
+    p.add_argument(
+        "--beam", type=int, default=5, metavar="K", help="beam size (1: greedy; default 5)"
+    )
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=4096,
+        metavar="TOKENS",
+        help="source tokens x beam per batch (default 4096)",
+    )
+    p.add_argument(
+        "--length-penalty",
+        default="fairseq",
+        choices=("fairseq", "gnmt", "none"),
+        help="fairseq: score/length^alpha; gnmt: score/((5+length)/6)^alpha",
+    )
     p.add_argument("--alpha", type=float, default=1.0, help="length penalty exponent (default 1.0)")
-    p.add_argument("--max-len-a", type=float, default=1.5, metavar="A",
-                   help="at most A x source length + B tokens (default 1.5)")
+    p.add_argument(
+        "--max-len-a",
+        type=float,
+        default=1.5,
+        metavar="A",
+        help="at most A x source length + B tokens (default 1.5)",
+    )
     p.add_argument("--max-len-b", type=int, default=10, metavar="B", help="(default 10)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    p.add_argument(
+        "--decode-attention",
+        choices=("soft", "hard"),
+        help="decode the decoder's dot-product attention with standard attention or with hard "
+        "retrieval (Xu et al. 2020), whatever the model was trained with (default: as trained)",
+    )
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    t = sub.add_parser("translate", help="translate text with a trained run",
-                       description="Translate one sentence per line, from standard input or "
-                                   "--input, to standard output or --output.")
+    t = sub.add_parser(
+        "translate",
+        help="translate text with a trained run",
+        description="Translate one sentence per line, from standard input or "
+        "--input, to standard output or --output.",
+    )
     add_search_options(t)
     t.add_argument("--input", metavar="FILE", help="default: standard input")
     t.add_argument("--output", metavar="FILE", help="default: standard output")
-    t.add_argument("--nbest", type=int, default=1, metavar="N",
-                   help="write the N best as 'index ||| text ||| score ||| normalized'")
+    t.add_argument(
+        "--nbest",
+        type=int,
+        default=1,
+        metavar="N",
+        help="write the N best as 'index ||| text ||| score ||| normalized'",
+    )
     t.set_defaults(run=run_translate)
 
-    e = sub.add_parser("eval", help="BLEU and chrF (sacrebleu) of a run or of a hypothesis file",
-                       description="Translate --src with --model and score it against --ref, "
-                                   "or score an existing --hyp file against --ref.")
+    e = sub.add_parser(
+        "eval",
+        help="BLEU and chrF (sacrebleu) of a run or of a hypothesis file",
+        description="Translate --src with --model and score it against --ref, "
+        "or score an existing --hyp file against --ref.",
+    )
     e.add_argument("--ref", required=True, metavar="FILE", help="references, one per line")
     e.add_argument("--hyp", metavar="FILE", help="translations to score (instead of --model)")
     e.add_argument("--src", metavar="FILE", help="source sentences to translate with --model")
@@ -48,7 +90,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _options(args: argparse.Namespace):
-    from runtime.search import SearchOptions
+    from adl.runtime.search import SearchOptions
 
     from .common import UsageError
 
@@ -57,19 +99,27 @@ def _options(args: argparse.Namespace):
     nbest = getattr(args, "nbest", 1)
     if not 1 <= nbest <= args.beam:
         raise UsageError(f"--nbest must be between 1 and the beam size ({args.beam})")
-    return SearchOptions(beam=args.beam, nbest=nbest, penalty=args.length_penalty,
-                         alpha=args.alpha, len_a=args.max_len_a, len_b=args.max_len_b,
-                         max_tokens=args.batch_size)
+    return SearchOptions(
+        beam=args.beam,
+        nbest=nbest,
+        penalty=args.length_penalty,
+        alpha=args.alpha,
+        len_a=args.max_len_a,
+        len_b=args.max_len_b,
+        max_tokens=args.batch_size,
+    )
 
 
 def _translate(args: argparse.Namespace, lines: list[str]):
-    import runtime
-    from runtime.distributed import pick_device
-    from runtime.inference import Counter, translate_lines
+    from adl import runtime
+    from adl.runtime.distributed import pick_device
+    from adl.runtime.inference import Counter, translate_lines
 
     options = _options(args)
     device = pick_device(args.device)
-    model, tokenizers = runtime.load_for_inference(args.model, args.checkpoint, device)
+    model, tokenizers = runtime.load_for_inference(
+        args.model, args.checkpoint, device, decode_attention=args.decode_attention
+    )
     counter = Counter(len(lines)) if args.input_is_file else None
     try:
         return translate_lines(model, tokenizers, lines, options, device, counter)
@@ -87,23 +137,8 @@ def _write(path: str | None, lines: list[str]) -> None:
             f.write(text)
 
 
-def _errors(fn):
-    def wrapped(args: argparse.Namespace) -> int:
-        import runtime
-
-        try:
-            return fn(args)
-        except runtime.UserError as exc:
-            if args.debug:
-                raise
-            print(f"adl {args.command}: error: {exc}", file=sys.stderr)
-            return 1
-    return wrapped
-
-
-@_errors
 def run_translate(args: argparse.Namespace) -> int:
-    from runtime.inference import nbest_lines, read_lines
+    from adl.runtime.inference import nbest_lines, read_lines
 
     _options(args)
     lines = read_lines(args.input)
@@ -116,9 +151,8 @@ def run_translate(args: argparse.Namespace) -> int:
     return 0
 
 
-@_errors
 def run_eval(args: argparse.Namespace) -> int:
-    from runtime.inference import read_lines, report, score
+    from adl.runtime.inference import read_lines, report, score
 
     from .common import UsageError
 

@@ -4,31 +4,53 @@ Self-attention is always spelled ``*_self_att``; ``mh_dot_src_att``, ``dot_src_a
 ``mlp_src_att`` attend to the encoder states U. Sockeye's ``mh_dot_att`` and the paper's
 chain spelling ``mlp_att`` are the source attentions too.
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from ..registry import DECODER, In, Out, Refusal, layer
-from ..types import DROPOUT, HEADS, INPUT, Count, Positive, Rate, Size, aka
+from ..limits import MAX_HEADS, MAX_LAYERS
+from ..registry import DECODER, LayerInput, LayerOutput, Refusal, layer
+from ..types import (
+    DROPOUT,
+    HEADS,
+    INPUT,
+    Count,
+    CountType,
+    IntType,
+    PositiveFloatType,
+    Rate,
+    Size,
+    aka,
+)
 
-EncoderBlock = Annotated[int | Literal["top", "increasing", "decreasing"],
-                         aka("block", "encoder_layer")]
-Heads = Annotated[Count, aka("h", "num_heads")]
-Scale = Annotated[Positive | None, aka("scale")]
+EncoderBlock = Annotated[
+    Annotated[int, IntType(-MAX_LAYERS, MAX_LAYERS)] | Literal["top", "increasing", "decreasing"],
+    aka("block", "encoder_layer"),
+]
+Heads = Annotated[int, CountType(MAX_HEADS), aka("h", "num_heads")]
+# softmax(Q K^T / √s): a scale outside this range makes the scores overflow or vanish
+Scale = Annotated[Annotated[float, PositiveFloatType(0.01, 1e6)] | None, aka("scale")]
 AttSize = Annotated[Size | None, aka("d_p", "att_size")]
 AttDropout = Annotated[Rate, aka("dropout_attention")]
 
-_SOURCE = dict(roles=(DECODER,), attends_source=True,
-               why="it attends to the encoder's states, and only a decoder has them")
+_SOURCE = dict(
+    roles=(DECODER,),
+    attends_source=True,
+    why="it attends to the encoder's states, and only a decoder has them",
+)
 
 
-def att_size(h: In, heads: int, num_hidden: int, att_num_hidden: int | None) -> int:
+def att_size(h: LayerInput, heads: int, num_hidden: int, att_num_hidden: int | None) -> int:
     """The projected size d_p, split over the heads."""
     a = att_num_hidden if att_num_hidden is not None else num_hidden
     if a % heads:
         at = "att_num_hidden" if att_num_hidden is not None else "heads"
-        raise Refusal(f"{heads} heads do not divide the attention size {a}", at=at,
-                      hint=f"choose a number of heads that divides {a}")
+        raise Refusal(
+            f"{heads} heads do not divide the attention size {a}",
+            at=at,
+            hint=f"choose a number of heads that divides {a}",
+        )
     return a
 
 
@@ -41,9 +63,16 @@ Window = Annotated[Count | None, aka("local")]
 
 
 @layer()
-def mh_dot_self_att(h: In, /, heads: Heads = HEADS, s: Scale = None,
-                    num_hidden: Size = INPUT, att_num_hidden: AttSize = None,
-                    dropout: AttDropout = DROPOUT, window: Window = None) -> Out:
+def mh_dot_self_att(
+    h: LayerInput,
+    /,
+    heads: Heads = HEADS,
+    s: Scale = None,
+    num_hidden: Size = INPUT,
+    att_num_hidden: AttSize = None,
+    dropout: AttDropout = DROPOUT,
+    window: Window = None,
+) -> LayerOutput:
     """Multi-head scaled dot-product self-attention: ``softmax(Q K^T / √s) V`` per head over
     ``H W^Q, H W^K, H W^V``, heads concatenated and projected. Masked in a decoder; in a
     joint network source positions see the source and target positions are causal.
@@ -61,13 +90,20 @@ def mh_dot_self_att(h: In, /, heads: Heads = HEADS, s: Scale = None,
             (the query included) in a decoder; derived: no band.
     """
     a = att_size(h, heads, num_hidden, att_num_hidden)
-    return Out(num_hidden, dot_att_params(h.d, h.d, a, num_hidden))
+    return LayerOutput(num_hidden, dot_att_params(h.d, h.d, a, num_hidden))
 
 
 @layer(aliases=("mh_dot_att",), **_SOURCE)
-def mh_dot_src_att(h: In, /, heads: Heads = HEADS, s: Scale = None,
-                   num_hidden: Size = INPUT, att_num_hidden: AttSize = None,
-                   dropout: AttDropout = DROPOUT, encoder_block: EncoderBlock = "top") -> Out:
+def mh_dot_src_att(
+    h: LayerInput,
+    /,
+    heads: Heads = HEADS,
+    s: Scale = None,
+    num_hidden: Size = INPUT,
+    att_num_hidden: AttSize = None,
+    dropout: AttDropout = DROPOUT,
+    encoder_block: EncoderBlock = "top",
+) -> LayerOutput:
     """Multi-head dot-product attention over the source: ``mh_dot_att(H, U, U, h, s)``.
 
     Size: ``num_hidden`` (default: the input size).
@@ -83,12 +119,18 @@ def mh_dot_src_att(h: In, /, heads: Heads = HEADS, s: Scale = None,
             or ``decreasing`` (top block first, then lower ones).
     """
     a = att_size(h, heads, num_hidden, att_num_hidden)
-    return Out(num_hidden, dot_att_params(h.d, h.source_d, a, num_hidden))
+    return LayerOutput(num_hidden, dot_att_params(h.d, h.source_d, a, num_hidden))
 
 
 @layer(**_SOURCE)
-def dot_src_att(h: In, /, s: Scale = None, num_hidden: Size = INPUT,
-                dropout: AttDropout = DROPOUT, encoder_block: EncoderBlock = "top") -> Out:
+def dot_src_att(
+    h: LayerInput,
+    /,
+    s: Scale = None,
+    num_hidden: Size = INPUT,
+    dropout: AttDropout = DROPOUT,
+    encoder_block: EncoderBlock = "top",
+) -> LayerOutput:
     """Single-head dot-product attention over the source: ``mh_dot_att(H, U, U, 1, s)``;
     ``s=1`` is ConvS2S's unscaled attention.
 
@@ -100,12 +142,17 @@ def dot_src_att(h: In, /, s: Scale = None, num_hidden: Size = INPUT,
         dropout: dropout on the attention weights.
         encoder_block: which encoder states to attend to (see ``mh_dot_src_att``).
     """
-    return Out(num_hidden, dot_att_params(h.d, h.source_d, num_hidden, num_hidden))
+    return LayerOutput(num_hidden, dot_att_params(h.d, h.source_d, num_hidden, num_hidden))
 
 
 @layer(aliases=("mlp_att",), **_SOURCE)
-def mlp_src_att(h: In, /, num_hidden: Annotated[Size | None, aka("att_num_hidden")] = None,
-                dropout: AttDropout = 0.0, encoder_block: EncoderBlock = "top") -> Out:
+def mlp_src_att(
+    h: LayerInput,
+    /,
+    num_hidden: Annotated[Size | None, aka("att_num_hidden")] = None,
+    dropout: AttDropout = 0.0,
+    encoder_block: EncoderBlock = "top",
+) -> LayerOutput:
     """MLP (Bahdanau) attention over the source: ``softmax(S) U`` with
     ``S_ij = w_o^T tanh(W_q q_i + W_k k_j)``.
 
@@ -117,4 +164,4 @@ def mlp_src_att(h: In, /, num_hidden: Annotated[Size | None, aka("att_num_hidden
         encoder_block: which encoder states to attend to (see ``mh_dot_src_att``).
     """
     a = num_hidden if num_hidden is not None else h.d
-    return Out(h.source_d, (h.d * a + a) + h.source_d * a + a)
+    return LayerOutput(h.source_d, (h.d * a + a) + h.source_d * a + a)

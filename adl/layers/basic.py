@@ -1,10 +1,11 @@
 """Position-wise layers: dropout, id, linear, ff, ffl, act, norm (Domhan 2018, §2.3)."""
+
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from ..registry import In, Out, Refusal, layer
-from ..types import D_MODEL, DROPOUT, Positive, Rate, Size, aka
+from ..registry import LayerInput, LayerOutput, Refusal, layer
+from ..types import D_MODEL, DROPOUT, PositiveFloatType, Rate, Size, aka
 
 Activation = Literal["relu", "gelu", "glu", "tanh", "sigmoid", "swish", "none"]
 ActivationArg = Annotated[Activation, aka("act", "v", "activation")]
@@ -16,7 +17,7 @@ def pre_activation(size: int, act: str) -> int:
 
 
 @layer()
-def dropout(h: In, /, dropout: Annotated[Rate, aka("p", "rate")] = DROPOUT) -> Out:
+def dropout(h: LayerInput, /, dropout: Annotated[Rate, aka("p", "rate")] = DROPOUT) -> LayerOutput:
     """Dropout on the hidden states: ``dropout(h_t)``.
 
     Size: unchanged.
@@ -24,21 +25,26 @@ def dropout(h: In, /, dropout: Annotated[Rate, aka("p", "rate")] = DROPOUT) -> O
     Args:
         dropout: probability of zeroing a unit during training.
     """
-    return Out(h.d)
+    return LayerOutput(h.d)
 
 
 @layer()
-def id_(h: In, /) -> Out:
+def id_(h: LayerInput, /) -> LayerOutput:
     """Identity: ``id(h_t) = h_t``; useful inside ``concat(id, ...)``.
 
     Size: unchanged.
     """
-    return Out(h.d)
+    return LayerOutput(h.d)
 
 
 @layer()
-def linear(h: In, /, num_hidden: Annotated[Size, aka("d_o")] = D_MODEL,
-           dropout: Rate = 0.0, no_bias: bool = False) -> Out:
+def linear(
+    h: LayerInput,
+    /,
+    num_hidden: Annotated[Size, aka("d_o")] = D_MODEL,
+    dropout: Rate = 0.0,
+    no_bias: bool = False,
+) -> LayerOutput:
     """Linear projection: ``linear(h_t, d_o) = W h_t + b``.
 
     Size: ``num_hidden`` (bare ``linear`` projects to the model size, as in Sockeye).
@@ -48,12 +54,17 @@ def linear(h: In, /, num_hidden: Annotated[Size, aka("d_o")] = D_MODEL,
         dropout: dropout on the output (Sockeye's ``linear`` has one; the paper's has none).
         no_bias: leave out the bias b.
     """
-    return Out(num_hidden, h.d * num_hidden + (0 if no_bias else num_hidden))
+    return LayerOutput(num_hidden, h.d * num_hidden + (0 if no_bias else num_hidden))
 
 
 @layer()
-def ff(h: In, /, num_hidden: Annotated[Size, aka("d_o")] = D_MODEL,
-       act_type: ActivationArg = "relu", dropout: Rate = DROPOUT) -> Out:
+def ff(
+    h: LayerInput,
+    /,
+    num_hidden: Annotated[Size, aka("d_o")] = D_MODEL,
+    act_type: ActivationArg = "relu",
+    dropout: Rate = DROPOUT,
+) -> LayerOutput:
     """Feed-forward layer: ``ff(h_t, d_o) = dropout(act(W h_t + b))``.
 
     Size: ``num_hidden`` (bare ``ff`` gives the model size). With ``glu`` the projection
@@ -65,12 +76,17 @@ def ff(h: In, /, num_hidden: Annotated[Size, aka("d_o")] = D_MODEL,
         dropout: dropout after the non-linearity.
     """
     pre = pre_activation(num_hidden, act_type)
-    return Out(num_hidden, h.d * pre + pre)
+    return LayerOutput(num_hidden, h.d * pre + pre)
 
 
 @layer()
-def ffl(h: In, /, num_hidden: Annotated[Size | None, aka("d_ff", "inner")] = None,
-        act_type: ActivationArg = "relu", dropout: Rate = DROPOUT) -> Out:
+def ffl(
+    h: LayerInput,
+    /,
+    num_hidden: Annotated[Size | None, aka("d_ff", "inner")] = None,
+    act_type: ActivationArg = "relu",
+    dropout: Rate = DROPOUT,
+) -> LayerOutput:
     """Up-scaling feed-forward block of the Transformer: ``ff(4·d_in) -> linear(d_in)``.
 
     Size: unchanged.
@@ -82,11 +98,11 @@ def ffl(h: In, /, num_hidden: Annotated[Size | None, aka("d_ff", "inner")] = Non
     """
     inner = num_hidden if num_hidden is not None else 4 * h.d
     pre = pre_activation(inner, act_type)
-    return Out(h.d, h.d * pre + pre + inner * h.d + h.d)
+    return LayerOutput(h.d, h.d * pre + pre + inner * h.d + h.d)
 
 
 @layer()
-def act(h: In, /, act_type: ActivationArg = "relu") -> Out:
+def act(h: LayerInput, /, act_type: ActivationArg = "relu") -> LayerOutput:
     """A non-linearity on its own (Sockeye's ``act``).
 
     Size: unchanged, except ``glu``, which halves it.
@@ -97,17 +113,20 @@ def act(h: In, /, act_type: ActivationArg = "relu") -> Out:
     if act_type == "glu":
         if h.d % 2:
             raise Refusal(f"a GLU halves its input, but the size {h.d} is odd", at="act_type")
-        return Out(h.d // 2)
-    return Out(h.d)
+        return LayerOutput(h.d // 2)
+    return LayerOutput(h.d)
 
 
 @layer()
-def norm(h: In, /, eps: Positive = 1e-5) -> Out:
+def norm(
+    h: LayerInput, /, eps: Annotated[float, PositiveFloatType(1e-12, 1.0)] = 1e-5
+) -> LayerOutput:
     """Layer normalisation: ``g / σ_t ⊗ (h_t − μ_t) + b``.
 
     Size: unchanged.
 
     Args:
-        eps: added to the variance for numerical stability.
+        eps: added to the variance for numerical stability (at least 1e-12, so that it
+            stays above zero in float32 and bfloat16).
     """
-    return Out(h.d, 2 * h.d)
+    return LayerOutput(h.d, 2 * h.d)

@@ -1,33 +1,55 @@
 """Hard-coded Gaussian attention (You et al., 2020): fixed heads N(j; i + o, σ) over the values."""
+
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from ..registry import DECODER, ENCODER, In, Out, Refusal, layer
-from ..types import INPUT, Count, Positive, Size, aka
+from ..limits import MAX_HEADS, MAX_WINDOW
+from ..registry import DECODER, ENCODER, LayerInput, LayerOutput, Refusal, layer
+from ..types import INPUT, CountType, IntType, PositiveFloatType, Size, aka
 from .attention import EncoderBlock
 
-Offset = int | Literal["l", "c", "r"]
-Sigma = Annotated[Positive, aka("σ", "std")]
+Offset = Annotated[int, IntType(-MAX_WINDOW, MAX_WINDOW)] | Literal["l", "c", "r"]
+# the density's peak 1/(σ√2π) stays a sane weight (below 40), and its tails representable
+Sigma = Annotated[float, PositiveFloatType(0.01, 10_000.0), aka("σ", "std")]
+HeadCount = Annotated[int, CountType(MAX_HEADS)]
 ValueSize = Annotated[Size | None, aka("att_size", "d_p")]
 
 
-def hardcoded_params(d_values: int, heads: int | None, offsets: tuple, num_hidden: int,
-                     att_num_hidden: int | None, layer: str) -> int:
+def hardcoded_params(
+    d_values: int,
+    heads: int | None,
+    offsets: tuple,
+    num_hidden: int,
+    att_num_hidden: int | None,
+    layer: str,
+) -> int:
     """Value projection and output projection (the only weights of a hard-coded head)."""
     if not offsets:
         raise Refusal(f"'{layer}' needs at least one head offset", hint=f"e.g. {layer}(l, r)")
+    if len(offsets) > MAX_HEADS:
+        raise Refusal(f"{len(offsets):,} heads are more than the limit of {MAX_HEADS:,}")
     a = att_num_hidden if att_num_hidden is not None else num_hidden
     if (heads or len(offsets)) > a:
         raise Refusal(f"{heads or len(offsets)} heads cannot share {a} value units", at="heads")
     return (d_values * a + a) + (a * num_hidden + num_hidden)
 
 
-@layer(roles=(ENCODER, DECODER), why="its heads are centred on positions of one sentence, and "
-                                     "a joint stream holds two")
-def gauss_att(h: In, /, *offsets: Offset, sigma: Sigma = 1.0,
-              window: Count | None = None, index: bool = False, heads: Count | None = None,
-              num_hidden: Size = INPUT, att_num_hidden: ValueSize = None) -> Out:
+@layer(
+    roles=(ENCODER, DECODER),
+    why="its heads are centred on positions of one sentence, and a joint stream holds two",
+)
+def gauss_att(
+    h: LayerInput,
+    /,
+    *offsets: Offset,
+    sigma: Sigma = 1.0,
+    window: Annotated[int, CountType(MAX_WINDOW)] | None = None,
+    index: bool = False,
+    heads: HeadCount | None = None,
+    num_hidden: Size = INPUT,
+    att_num_hidden: ValueSize = None,
+) -> LayerOutput:
     """Hard-coded Gaussian self-attention: head h puts ``N(j; i + o_h, σ)`` on position j (the
     raw density, cut at the sentence and padding, not renormalised) and averages the value
     vectors with it. No query or key projections; weights at j > i are zero in a decoder.
@@ -47,16 +69,37 @@ def gauss_att(h: In, /, *offsets: Offset, sigma: Sigma = 1.0,
         att_num_hidden: size of the value projection, split as evenly as possible over the
             heads; derived: num_hidden.
     """
-    return Out(num_hidden, hardcoded_params(h.d, heads, offsets, num_hidden, att_num_hidden,
-                                            "gauss_att"))
+    params = hardcoded_params(h.d, heads, offsets, num_hidden, att_num_hidden, "gauss_att")
+    a = att_num_hidden if att_num_hidden is not None else num_hidden
+    buffers = 8 * a  # the head of each value channel (int64)
+    if window is not None or index:  # a depthwise kernel over the positions it reaches
+        reach = max(abs(_offset(o)) for o in offsets) + (0 if index else window or 0)
+        buffers += 4 * a * (2 * reach + 1)
+    return LayerOutput(num_hidden, params, buffer_bytes=buffers)
 
 
-@layer(roles=(DECODER,), attends_source=True,
-       why="it attends to the encoder's states, and only a decoder has them")
-def gauss_src_att(h: In, /, *offsets: Offset, sigma: Sigma = 1.0,
-                  ratio: Annotated[Positive | None, aka("gamma", "γ")] = None,
-                  heads: Count | None = None, num_hidden: Size = INPUT,
-                  att_num_hidden: ValueSize = None, encoder_block: EncoderBlock = "top") -> Out:
+def _offset(o: int | str) -> int:
+    return {"l": -1, "c": 0, "r": 1}[o] if isinstance(o, str) else o
+
+
+@layer(
+    roles=(DECODER,),
+    attends_source=True,
+    why="it attends to the encoder's states, and only a decoder has them",
+)
+def gauss_src_att(
+    h: LayerInput,
+    /,
+    *offsets: Offset,
+    sigma: Sigma = 1.0,
+    ratio: Annotated[
+        Annotated[float, PositiveFloatType(0.01, 100.0)] | None, aka("gamma", "γ")
+    ] = None,
+    heads: HeadCount | None = None,
+    num_hidden: Size = INPUT,
+    att_num_hidden: ValueSize = None,
+    encoder_block: EncoderBlock = "top",
+) -> LayerOutput:
     """Hard-coded cross attention: target position i puts ``N(j; ⌊γ·i + o_h⌋, σ)`` on source
     position j, γ the mean source/target length ratio of the training data.
 
@@ -71,5 +114,7 @@ def gauss_src_att(h: In, /, *offsets: Offset, sigma: Sigma = 1.0,
         att_num_hidden: size of the value projection; derived: num_hidden.
         encoder_block: which encoder states to attend to (see ``mh_dot_src_att``).
     """
-    return Out(num_hidden, hardcoded_params(h.source_d, heads, offsets, num_hidden,
-                                            att_num_hidden, "gauss_src_att"))
+    return LayerOutput(
+        num_hidden,
+        hardcoded_params(h.source_d, heads, offsets, num_hidden, att_num_hidden, "gauss_src_att"),
+    )

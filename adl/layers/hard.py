@@ -1,14 +1,21 @@
 """Hard retrieval attention (Xu et al., 2020): each head attends to one position."""
+
 from __future__ import annotations
 
-from ..registry import DECODER, ENCODER, In, Out, layer
+from ..registry import DECODER, ENCODER, LayerInput, LayerOutput, layer
 from ..types import HEADS, INPUT, Size
 from .attention import AttSize, EncoderBlock, Heads, Scale, att_size, dot_att_params
 
 
 @layer(roles=(ENCODER, DECODER), why="it is defined for one sentence at a time")
-def hard_self_att(h: In, /, heads: Heads = HEADS, s: Scale = None, num_hidden: Size = INPUT,
-                  att_num_hidden: AttSize = None) -> Out:
+def hard_self_att(
+    h: LayerInput,
+    /,
+    heads: Heads = HEADS,
+    s: Scale = None,
+    num_hidden: Size = INPUT,
+    att_num_hidden: AttSize = None,
+) -> LayerOutput:
     """Hard retrieval self-attention: scores ``Q K^T / √s`` as dot attention; in training each
     head samples one key from ``softmax`` and returns its value (gradients pass straight
     through to the probabilities); in inference it takes the value at ``argmax`` of the scores.
@@ -22,13 +29,23 @@ def hard_self_att(h: In, /, heads: Heads = HEADS, s: Scale = None, num_hidden: S
         att_num_hidden: projected size of queries, keys and values; derived: num_hidden.
     """
     a = att_size(h, heads, num_hidden, att_num_hidden)
-    return Out(num_hidden, dot_att_params(h.d, h.d, a, num_hidden))
+    return LayerOutput(num_hidden, dot_att_params(h.d, h.d, a, num_hidden))
 
 
-@layer(roles=(DECODER,), attends_source=True,
-       why="it attends to the encoder's states, and only a decoder has them")
-def hard_src_att(h: In, /, heads: Heads = HEADS, s: Scale = None, num_hidden: Size = INPUT,
-                 att_num_hidden: AttSize = None, encoder_block: EncoderBlock = "top") -> Out:
+@layer(
+    roles=(DECODER,),
+    attends_source=True,
+    why="it attends to the encoder's states, and only a decoder has them",
+)
+def hard_src_att(
+    h: LayerInput,
+    /,
+    heads: Heads = HEADS,
+    s: Scale = None,
+    num_hidden: Size = INPUT,
+    att_num_hidden: AttSize = None,
+    encoder_block: EncoderBlock = "top",
+) -> LayerOutput:
     """Hard retrieval attention over the source (cross attention): one source position per
     head, sampled in training, the argmax of the scores in inference.
 
@@ -42,4 +59,4 @@ def hard_src_att(h: In, /, heads: Heads = HEADS, s: Scale = None, num_hidden: Si
         encoder_block: which encoder states to attend to (see ``mh_dot_src_att``).
     """
     a = att_size(h, heads, num_hidden, att_num_hidden)
-    return Out(num_hidden, dot_att_params(h.d, h.source_d, a, num_hidden))
+    return LayerOutput(num_hidden, dot_att_params(h.d, h.source_d, a, num_hidden))

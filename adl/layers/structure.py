@@ -1,22 +1,27 @@
 """Layers that combine chains: res, res_d, res_nd, highway, repeat, concat (Domhan §2.2–2.3)."""
+
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from ..registry import In, Out, Refusal, layer
-from ..types import DROPOUT, Chain, Count, Rate, aka
+from ..limits import MAX_LAYERS
+from ..registry import LayerInput, LayerOutput, Refusal, layer
+from ..types import DROPOUT, Chain, CountType, Rate, aka
 
 
-def keeps_size(h: In, chain: Any, layer: str, at: str = "chain") -> None:
+def keeps_size(h: LayerInput, chain: Any, layer: str, at: str = "chain") -> None:
     """``layer(chain)`` adds the chain's output to its input: both must have one size."""
     if chain.d_out != h.d:
-        raise Refusal(f"'{layer}' adds the input to the chain's output, but the chain maps "
-                      f"size {h.d} to {chain.d_out}", at=at,
-                      hint=f"end the chain with 'linear({h.d})' to project back to {h.d}")
+        raise Refusal(
+            f"'{layer}' adds the input to the chain's output, but the chain maps "
+            f"size {h.d} to {chain.d_out}",
+            at=at,
+            hint=f"end the chain with 'linear({h.d})' to project back to {h.d}",
+        )
 
 
 @layer()
-def res(h: In, /, chain: Chain) -> Out:
+def res(h: LayerInput, /, chain: Chain) -> LayerOutput:
     """Residual connection: ``res(h_t, l) = h_t + l(h_t)``.
 
     Size: unchanged; the chain must keep the size.
@@ -25,11 +30,11 @@ def res(h: In, /, chain: Chain) -> Out:
         chain: the chain l.
     """
     keeps_size(h, chain, "res")
-    return Out(h.d)
+    return LayerOutput(h.d)
 
 
 @layer()
-def res_d(h: In, /, chain: Chain, dropout: Rate = DROPOUT) -> Out:
+def res_d(h: LayerInput, /, chain: Chain, dropout: Rate = DROPOUT) -> LayerOutput:
     """Residual with dropout: ``res(l -> dropout)``.
 
     Size: unchanged; the chain must keep the size.
@@ -39,11 +44,11 @@ def res_d(h: In, /, chain: Chain, dropout: Rate = DROPOUT) -> Out:
         dropout: dropout on the chain's output.
     """
     keeps_size(h, chain, "res_d")
-    return Out(h.d)
+    return LayerOutput(h.d)
 
 
 @layer()
-def res_nd(h: In, /, chain: Chain, dropout: Rate = DROPOUT) -> Out:
+def res_nd(h: LayerInput, /, chain: Chain, dropout: Rate = DROPOUT) -> LayerOutput:
     """Pre-norm residual (tensor2tensor's Transformer): ``res(norm -> l -> dropout)``.
 
     Size: unchanged; the chain must keep the size.
@@ -53,11 +58,11 @@ def res_nd(h: In, /, chain: Chain, dropout: Rate = DROPOUT) -> Out:
         dropout: dropout on the chain's output.
     """
     keeps_size(h, chain, "res_nd")
-    return Out(h.d, 2 * h.d)
+    return LayerOutput(h.d, 2 * h.d)
 
 
 @layer()
-def highway(h: In, /, chain: Chain) -> Out:
+def highway(h: LayerInput, /, chain: Chain) -> LayerOutput:
     """Highway connection: ``g ⊗ l(h_t) + (1 − g) ⊗ h_t`` with ``g = σ(W h_t + b)``.
 
     Size: unchanged; the chain must keep the size.
@@ -66,11 +71,16 @@ def highway(h: In, /, chain: Chain) -> Out:
         chain: the chain l.
     """
     keeps_size(h, chain, "highway")
-    return Out(h.d, h.d * h.d + h.d)
+    return LayerOutput(h.d, h.d * h.d + h.d)
 
 
 @layer()
-def repeat(h: In, /, count: Annotated[Count, aka("n", "num")], chain: Chain) -> Out:
+def repeat(
+    h: LayerInput,
+    /,
+    count: Annotated[int, CountType(MAX_LAYERS), aka("n", "num")],
+    chain: Chain,
+) -> LayerOutput:
     """``repeat(n, l) = l_1 -> … -> l_n``: n copies of a chain, each with its own weights.
 
     Size: the chain's output size; with n > 1 the chain must keep the size.
@@ -80,14 +90,17 @@ def repeat(h: In, /, count: Annotated[Count, aka("n", "num")], chain: Chain) -> 
         chain: the chain l.
     """
     if count > 1 and chain.d_out != h.d:
-        raise Refusal(f"'repeat' feeds each copy into the next, but the chain maps size "
-                      f"{h.d} to {chain.d_out}", at="chain",
-                      hint=f"end the chain with 'linear({h.d})' to keep the size")
-    return Out(chain.d_out, 0, repeat=count)
+        raise Refusal(
+            f"'repeat' feeds each copy into the next, but the chain maps size "
+            f"{h.d} to {chain.d_out}",
+            at="chain",
+            hint=f"end the chain with 'linear({h.d})' to keep the size",
+        )
+    return LayerOutput(chain.d_out, 0, repeat=count)
 
 
 @layer()
-def concat(h: In, /, *chains: Chain) -> Out:
+def concat(h: LayerInput, /, *chains: Chain) -> LayerOutput:
     """Concatenation of chains run side by side: ``[l_1(h_t); …; l_p(h_t)]``.
 
     Size: the sum of the chains' output sizes.
@@ -97,4 +110,4 @@ def concat(h: In, /, *chains: Chain) -> Out:
     """
     if not chains:
         raise Refusal("'concat' needs at least one chain", hint="e.g. concat(id, mlp_att)")
-    return Out(sum(c.d_out for c in chains))
+    return LayerOutput(sum(c.d_out for c in chains))

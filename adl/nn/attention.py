@@ -5,6 +5,7 @@ is masked by role: padding keys in an encoder, later positions in a decoder. In 
 decoding self-attention appends each step's keys and values to its cache, and source
 attention projects the encoder states once per sentence.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,10 +40,26 @@ def causal_mask(queries: int, keys: int, offset: int, device: torch.device) -> T
 
 
 class DotAttention(Layer):
-    """Shared core: projections, heads, scale and dropout of multi-head dot attention."""
+    """Shared core: projections, heads, scale and dropout of multi-head dot attention.
 
-    def __init__(self, d_q: int, d_kv: int, heads: int, s: float | None, num_hidden: int,
-                 att_num_hidden: int | None, dropout: float):
+    ``hard`` (a class setting) says how the layer attends as written: softmax-weighted values,
+    or hard retrieval (Xu et al. 2020: one value per head and query, sampled in training, the
+    argmax of the scores in inference). ``decode_hard`` overrides that in inference only (eval
+    mode): ``True`` retrieves, ``False`` attends softly, ``None`` keeps the layer's own way;
+    :func:`adl.nn.hard.set_decode_attention` sets it (Xu et al.'s Table 4)."""
+
+    hard = False
+
+    def __init__(
+        self,
+        d_q: int,
+        d_kv: int,
+        heads: int,
+        s: float | None,
+        num_hidden: int,
+        att_num_hidden: int | None,
+        dropout: float,
+    ):
         super().__init__()
         att = att_num_hidden if att_num_hidden is not None else num_hidden
         self.heads = heads
@@ -50,32 +67,61 @@ class DotAttention(Layer):
         self.scale = 1.0 / math.sqrt(s if s is not None else att // heads)
         self.dropout = dropout
         self.out = nn.Linear(att, num_hidden)
+        self.decode_hard: bool | None = None
 
-    def probabilities(self, q: Tensor, k: Tensor, mask: Tensor | None = None,
-                      causal: bool = False) -> Tensor:
+    @property
+    def retrieves(self) -> bool:
+        """Whether this forward pass takes one value per head (hard retrieval)."""
+        if self.training or self.decode_hard is None:
+            return self.hard
+        return self.decode_hard
+
+    def probabilities(
+        self, q: Tensor, k: Tensor, mask: Tensor | None = None, causal: bool = False
+    ) -> Tensor:
         """softmax(Q K^T / √s) (B, H, T, S), computed explicitly (for recording)."""
         scores = (q @ k.transpose(-1, -2)) * self.scale
         if causal:
             mask = causal_mask(q.size(2), k.size(2), k.size(2) - q.size(2), q.device)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
-        return scores.softmax(-1)
+        p = scores.softmax(-1)
+        if self.retrieves and not self.training:  # the one position each head takes
+            return F.one_hot(scores.argmax(-1), p.size(-1)).to(p.dtype)
+        return p
 
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
-               causal: bool = False) -> Tensor:
-        """softmax(Q K^T / √s) V per head, then the output projection."""
+    def attend(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: bool = False
+    ) -> Tensor:
+        """softmax(Q K^T / √s) V per head (or hard retrieval), then the output projection."""
+        if self.retrieves:
+            from .hard import retrieve
+
+            if causal:
+                mask = causal_mask(q.size(2), k.size(2), k.size(2) - q.size(2), q.device)
+            scores = (q @ k.transpose(-1, -2)) * self.scale  # (B, H, T, S): Q K^T / √s
+            return self.out(merge_heads(retrieve(scores, v, mask, self.training)))
         p = self.dropout if self.training else 0.0
-        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
-                                           is_causal=causal, scale=self.scale)
+        o = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal, scale=self.scale
+        )
         return self.out(merge_heads(o))
 
 
 @implements("mh_dot_self_att")
 class SelfAttention(DotAttention):
-    def __init__(self, d_in: int, heads: int, s: float | None, num_hidden: int,
-                 att_num_hidden: int | None, dropout: float, window: int | None = None):
+    def __init__(
+        self,
+        d_in: int,
+        heads: int,
+        s: float | None,
+        num_hidden: int,
+        att_num_hidden: int | None,
+        dropout: float,
+        window: int | None = None,
+    ):
         super().__init__(d_in, d_in, heads, s, num_hidden, att_num_hidden, dropout)
-        self.qkv = nn.Linear(d_in, 3 * self.att)               # [W^Q; W^K; W^V] in one matmul
+        self.qkv = nn.Linear(d_in, 3 * self.att)  # [W^Q; W^K; W^V] in one matmul
         self.window = window
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
@@ -88,17 +134,21 @@ class SelfAttention(DotAttention):
             cache["k"], cache["v"] = k, v
         mask, causal = self.mask(ctx, q.size(2), k.size(2), x.device)
         if ctx.record is not None:
-            ctx.keep(self, "self", self.probabilities(q, k, mask, causal))
+            ctx.record_attention(self, "self", self.probabilities(q, k, mask, causal))
         return self.attend(q, k, v, mask, causal)
 
     def mask(self, ctx: Context, queries: int, keys: int, device: torch.device):
         """(attention mask or None, is_causal) for this role, window and step."""
         if ctx.role == "joint":
             q = torch.arange(keys - queries, keys, device=device)
-            allowed = patterns.joint_allowed(q, torch.arange(keys, device=device),
-                                             ctx.joint.source_length, self.window,
-                                             ctx.joint.source_pad)
-            return allowed.unsqueeze(1), False                 # (B, 1, Q, K)
+            allowed = patterns.joint_allowed(
+                q,
+                torch.arange(keys, device=device),
+                ctx.joint.source_length,
+                self.window,
+                ctx.joint.source_pad,
+            )
+            return allowed.unsqueeze(1), False  # (B, 1, Q, K)
         if not ctx.causal:
             pad = ctx.key_padding()
             if self.window is None:
@@ -109,20 +159,29 @@ class SelfAttention(DotAttention):
             if ctx.state is None:
                 return None, True
             if queries == 1:
-                return None, False                             # one new position sees all
+                return None, False  # one new position sees all
             return causal_mask(queries, keys, keys - queries, device), False
         q = torch.arange(keys - queries, keys, device=device).unsqueeze(1)
         j = torch.arange(keys, device=device).unsqueeze(0)
-        return (j <= q) & (j > q - self.window), False         # the previous k positions
+        return (j <= q) & (j > q - self.window), False  # the previous k positions
 
 
 class SourceAttention(DotAttention):
     """Attention over encoder states U: queries from the decoder, keys and values from U."""
 
-    def __init__(self, d_in: int, source_d: int, level: int | None, heads: int,
-                 s: float | None, num_hidden: int, att_num_hidden: int | None, dropout: float):
+    def __init__(
+        self,
+        d_in: int,
+        source_d: int,
+        level: int | None,
+        heads: int,
+        s: float | None,
+        num_hidden: int,
+        att_num_hidden: int | None,
+        dropout: float,
+    ):
         super().__init__(d_in, source_d, heads, s, num_hidden, att_num_hidden, dropout)
-        self.level = level                                     # None: the encoder's output
+        self.level = level  # None: the encoder's output
         self.q = nn.Linear(d_in, self.att)
         self.kv = nn.Linear(source_d, 2 * self.att)
 
@@ -135,7 +194,7 @@ class SourceAttention(DotAttention):
         return self.project_source(ctx)
 
     def project_source(self, ctx: Context) -> tuple[Tensor, Tensor]:
-        u = ctx.memory.level(self.level)                       # (B, S, D_src)
+        u = ctx.memory.level(self.level)  # (B, S, D_src)
         k, v = self.kv(u).chunk(2, dim=-1)
         return split_heads(k, self.heads), split_heads(v, self.heads)
 
@@ -145,7 +204,7 @@ class SourceAttention(DotAttention):
         pad = ctx.memory.pad
         mask = None if pad is None else ~pad[:, None, None, :]
         if ctx.record is not None:
-            ctx.keep(self, "source", self.probabilities(q, k, mask))
+            ctx.record_attention(self, "source", self.probabilities(q, k, mask))
         return self.attend(q, k, v, mask)
 
 
@@ -156,8 +215,15 @@ class MultiHeadSourceAttention(SourceAttention):
 
 @implements("dot_src_att")
 class SingleHeadSourceAttention(SourceAttention):
-    def __init__(self, d_in: int, source_d: int, level: int | None, s: float | None,
-                 num_hidden: int, dropout: float):
+    def __init__(
+        self,
+        d_in: int,
+        source_d: int,
+        level: int | None,
+        s: float | None,
+        num_hidden: int,
+        dropout: float,
+    ):
         super().__init__(d_in, source_d, level, 1, s, num_hidden, None, dropout)
 
 
@@ -165,8 +231,9 @@ class SingleHeadSourceAttention(SourceAttention):
 class MLPSourceAttention(Layer):
     """Bahdanau: S_ij = w_o^T tanh(W_q q_i + W_k k_j); context = softmax(S) U."""
 
-    def __init__(self, d_in: int, source_d: int, level: int | None, num_hidden: int | None,
-                 dropout: float):
+    def __init__(
+        self, d_in: int, source_d: int, level: int | None, num_hidden: int | None, dropout: float
+    ):
         super().__init__()
         a = num_hidden if num_hidden is not None else d_in
         self.level = level
@@ -176,7 +243,7 @@ class MLPSourceAttention(Layer):
         self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
-        u = ctx.memory.level(self.level)                       # (B, S, D_src)
+        u = ctx.memory.level(self.level)  # (B, S, D_src)
         if ctx.state is not None:
             cache = ctx.state.of(self)
             if "k" not in cache:
@@ -185,8 +252,8 @@ class MLPSourceAttention(Layer):
         else:
             k = self.wk(u)
         scores = self.wo(torch.tanh(self.wq(x).unsqueeze(2) + k.unsqueeze(1))).squeeze(-1)
-        if ctx.memory.pad is not None:                         # (B, T, S)
+        if ctx.memory.pad is not None:  # (B, T, S)
             scores = scores.masked_fill(ctx.memory.pad.unsqueeze(1), float("-inf"))
         probs = scores.softmax(-1)
-        ctx.keep(self, "source", probs.unsqueeze(1))
-        return self.drop(probs) @ u                            # softmax(S) U
+        ctx.record_attention(self, "source", probs.unsqueeze(1))
+        return self.drop(probs) @ u  # softmax(S) U

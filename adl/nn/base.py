@@ -5,20 +5,24 @@ default the builder calls ``cls(d_in, **arguments)`` with the layer's bound argu
 sub-chains already built), so a module's constructor mirrors its rule's signature in
 :mod:`adl.layers`; a class that needs more (its role, the source size) overrides ``build``.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from torch import Tensor, nn
 
-from ..check.program import CheckedChain, Node
+from ..analysis.pairs import encoder_level
+from ..analysis.program import CheckedChain, Node
+from ..registry import Refusal
 from .context import Context
 
-IMPLEMENTATIONS: dict[str, type["Layer"]] = {}
+IMPLEMENTATIONS: dict[str, type[Layer]] = {}
 
 
-def implements(name: str) -> Callable[[type["Layer"]], type["Layer"]]:
+def implements(name: str) -> Callable[[type[Layer]], type[Layer]]:
     def register(cls: type[Layer]) -> type[Layer]:
         if name in IMPLEMENTATIONS:
             raise ValueError(f"layer '{name}' has two implementations")
@@ -35,7 +39,7 @@ class Layer(nn.Module):
     ``level`` (which encoder state it reads, from its ``encoder_block`` argument)."""
 
     @classmethod
-    def build(cls, node: Node, b: "Builder") -> "Layer":
+    def build(cls, node: Node, b: Builder) -> Layer:
         args = b.arguments(node)
         if node.spec.attends_source:
             args["level"] = b.encoder_level(node, args.pop("encoder_block"))
@@ -72,7 +76,7 @@ class Builder:
     encoder_blocks: int = 0
     blocks: int = 0
     block: int | None = None
-    path: str = ""                      # position of the layer being built
+    path: str = ""  # position of the layer being built
     length_ratio: float | None = None  # the data's mean source/target length ratio
     top_repeat: Node | None = None
     problems: list[tuple[Node, str, str | None]] = field(default_factory=list)
@@ -105,25 +109,31 @@ class Builder:
         layer.position = f"{self.role} {here} {node.spec.name}"
         return layer
 
-
-
     def arguments(self, node: Node) -> dict[str, Any]:
         """The layer's arguments with its sub-chains built."""
         out = {}
-        chains = [c for p in node.spec.params if p.is_chain for c in
-                  (node.args.get(p.name) or [] if p.variadic else [node.args.get(p.name)])]
+        chains = [
+            c
+            for p in node.spec.params
+            if p.is_chain
+            for c in (node.args.get(p.name) or [] if p.variadic else [node.args.get(p.name)])
+        ]
         for p in node.spec.params:
             if p.name not in node.args:
                 continue
             value = node.args[p.name]
             if p.is_chain:
-                value = [self.subchain(c, chains) for c in value] if p.variadic \
+                value = (
+                    [self.subchain(c, chains) for c in value]
+                    if p.variadic
                     else self.subchain(value, chains)
+                )
             out[p.name] = value
         return out
 
-    def subchain(self, chain: CheckedChain, siblings: list[CheckedChain],
-                 copy: int | None = None) -> Chain:
+    def subchain(
+        self, chain: CheckedChain, siblings: list[CheckedChain], copy: int | None = None
+    ) -> Chain:
         """A sub-chain, numbered like the summary: ``2.1`` (one chain), ``2.3.1`` (the third
         of several), ``2[3].1`` (the third copy of a repeat)."""
         index = next(i for i, c in enumerate(siblings, 1) if c is chain)
@@ -142,27 +152,8 @@ class Builder:
     def encoder_level(self, node: Node, block: int | str) -> int | None:
         """Which encoder state a source attention reads: None for the output (``top``), else the
         index into U^0 .. U^n (the input of the encoder's top-level repeat, then each copy)."""
-        n = self.encoder_blocks
-        if block == "top":
+        try:
+            return encoder_level(block, self.encoder_blocks, self.block, self.blocks)
+        except Refusal as exc:
+            self.refuse(node, str(exc), exc.hint)
             return None
-        if n == 0:
-            self.refuse(node, f"encoder_block={block} needs an encoder built from "
-                              f"repeat(n, ...): this encoder has no blocks",
-                        "use encoder_block=top")
-            return None
-        if isinstance(block, int):
-            if not -(n + 1) <= block <= n:
-                self.refuse(node, f"encoder_block={block} is out of range: the encoder has "
-                                  f"{n} blocks (0 is their input, 1..{n} their outputs)")
-                return None
-            return block % (n + 1)
-        if self.block is None:
-            self.refuse(node, f"encoder_block={block} pairs decoder blocks with encoder "
-                              f"blocks, so it must be inside the decoder's repeat(n, ...)")
-            return None
-        if self.blocks > n:
-            self.refuse(node, f"encoder_block={block} pairs each of the decoder's "
-                              f"{self.blocks} blocks with an encoder block, but the encoder "
-                              f"has {n}")
-            return None
-        return self.block if block == "increasing" else n + 1 - self.block

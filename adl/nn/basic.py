@@ -1,4 +1,5 @@
 """Position-wise modules: dropout, id, linear, ff, ffl, act, norm."""
+
 from __future__ import annotations
 
 import torch.nn.functional as F
@@ -49,7 +50,7 @@ class Linear(Layer):
         self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
-        return self.drop(self.proj(x))                         # W h + b
+        return self.drop(self.proj(x))  # W h + b
 
 
 @implements("ff")
@@ -61,7 +62,7 @@ class FeedForward(Layer):
         self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
-        return self.drop(self.act(self.proj(x)))               # dropout(act(W h + b))
+        return self.drop(self.act(self.proj(x)))  # dropout(act(W h + b))
 
 
 @implements("ffl")
@@ -73,7 +74,7 @@ class FeedForwardBlock(Layer):
         self.out = nn.Linear(inner, d_in)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
-        return self.out(self.ff(x, ctx))                       # ff(4 d_in) -> linear(d_in)
+        return self.out(self.ff(x, ctx))  # ff(4 d_in) -> linear(d_in)
 
 
 @implements("act")
@@ -93,4 +94,4 @@ class Norm(Layer):
         self.norm = nn.LayerNorm(d_in, eps=eps)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
-        return self.norm(x)                                    # g/σ ⊗ (h − μ) + b
+        return self.norm(x)  # g/σ ⊗ (h − μ) + b

@@ -5,6 +5,7 @@ In a full pass ``ctx.state`` is ``None``. In incremental decoding ``ctx.state`` 
 layer's cache and ``x`` holds only the new positions (usually one), which start at
 ``ctx.offset``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -29,10 +30,13 @@ class Memory:
     def level(self, index: int | None) -> Tensor:
         return self.top if index is None else self.blocks[index]
 
-    def reorder(self, index: Tensor) -> "Memory":
-        pick = lambda t: t.index_select(0, index)  # noqa: E731
-        return Memory(pick(self.top), None if self.pad is None else pick(self.pad),
-                      [pick(b) for b in self.blocks])
+    def reorder(self, index: Tensor) -> Memory:
+        pick = lambda t: t.index_select(0, index)
+        return Memory(
+            pick(self.top),
+            None if self.pad is None else pick(self.pad),
+            [pick(b) for b in self.blocks],
+        )
 
 
 @dataclass
@@ -41,9 +45,9 @@ class JointLayout:
     padding. It plays the part of the encoder's memory in a joint model's decoding."""
 
     source_length: int
-    source_pad: Tensor                                         # (B, S)
+    source_pad: Tensor  # (B, S)
 
-    def reorder(self, index: Tensor) -> "JointLayout":
+    def reorder(self, index: Tensor) -> JointLayout:
         return JointLayout(self.source_length, self.source_pad.index_select(0, index))
 
 
@@ -71,30 +75,33 @@ class DecodeState:
 class AttentionRecord:
     """The attention weights one layer applied: (B, H, queries, keys)."""
 
-    layer: str            # where the layer is: "decoder 2[1].2.1 mh_dot_src_att"
-    kind: str             # "self" or "source"
+    layer: str  # where the layer is: "decoder 2[1].2.1 mh_dot_src_att"
+    kind: str  # "self" or "source"
     weights: Tensor
 
 
 @dataclass
 class Context:
-    role: str                                  # encoder | decoder | joint
-    pad: Tensor | None = None                  # (B, T) True at padding of the current stream
-    memory: Memory | None = None               # the encoder's output (decoder only)
-    state: DecodeState | None = None           # incremental decoding cache, or None
-    positions: Tensor | None = None            # (B, T) explicit positions, else offset + t
-    blocks: list[Tensor] | None = None         # filled by the top-level repeat (encoder)
-    joint: JointLayout | None = None           # the source's place in a joint stream
+    role: str  # encoder | decoder | joint
+    pad: Tensor | None = None  # (B, T) True at padding of the current stream
+    memory: Memory | None = None  # the encoder's output (decoder only)
+    state: DecodeState | None = None  # incremental decoding cache, or None
+    positions: Tensor | None = None  # (B, T) explicit positions, else offset + t
+    blocks: list[Tensor] | None = None  # filled by the top-level repeat (encoder)
+    joint: JointLayout | None = None  # the source's place in a joint stream
     extra: dict[str, Any] = field(default_factory=dict)  # runtime-supplied inputs by name
     record: list[AttentionRecord] | None = None  # when set, attention layers add their weights
 
-    def keep(self, layer: Any, kind: str, weights: Tensor) -> None:
+    def record_attention(self, layer: Any, kind: str, weights: Tensor) -> None:
         """Record a layer's attention weights (B, H, T, S) when recording is on."""
         if self.record is not None:
             if weights.dim() == 3:
                 weights = weights.unsqueeze(0)
-            self.record.append(AttentionRecord(getattr(layer, "position", type(layer).__name__),
-                                               kind, weights.detach()))
+            self.record.append(
+                AttentionRecord(
+                    getattr(layer, "position", type(layer).__name__), kind, weights.detach()
+                )
+            )
 
     @property
     def offset(self) -> int:

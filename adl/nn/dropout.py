@@ -8,6 +8,7 @@ quantised value, so the output's expectation equals the input's exactly. On othe
 torch's own dropout is used.
 bench/train_step.py measures the difference.
 """
+
 from __future__ import annotations
 
 import torch
@@ -18,13 +19,13 @@ from torch import Tensor, nn
 def dropout(x: Tensor, p: float, training: bool) -> Tensor:
     if not training or p == 0.0:
         return x
-    if x.device.type != "cpu" or p >= 1.0:
-        return F.dropout(x, p, True)
+    drop = round(p * 65536)  # dropped draws out of 65536
+    if x.device.type != "cpu" or drop >= 65536:
+        return F.dropout(x, p, True)  # a rate within 2^-17 of 1 has no 16-bit quantum
     n = x.numel()
-    drop = round(p * 65536)                                   # dropped draws out of 65536
-    words = torch.empty(-(-n // 4), dtype=torch.int64).random_(-(2 ** 63), 2 ** 63 - 1)
-    draws = words.view(torch.int16)[:n].view(x.shape)        # four uniform 16-bit draws a word
-    keep = draws >= drop - 32768                              # P(keep) = (65536 - drop) / 65536
+    words = torch.empty(-(-n // 4), dtype=torch.int64).random_(-(2**63), 2**63 - 1)
+    draws = words.view(torch.int16)[:n].view(x.shape)  # four uniform 16-bit draws a word
+    keep = draws >= drop - 32768  # P(keep) = (65536 - drop) / 65536
     return x * keep.to(x.dtype).mul_(65536.0 / (65536 - drop))
 
 

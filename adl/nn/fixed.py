@@ -1,4 +1,5 @@
 """Fixed encoder self-attention patterns (Raganato et al., 2020) plus learned heads."""
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -8,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .. import patterns
+from ..errors import InputError
 from ..layers.fixed import SEVEN
 from .attention import merge_heads, split_heads
 from .base import Layer, implements
@@ -28,8 +30,16 @@ def _word_patterns(names: tuple[str, ...], words: tuple[int, ...]) -> Tensor:
 class FixedSelfAttention(Layer):
     reads_src_words = False
 
-    def __init__(self, d_in: int, patterns: list, learned: int, unit: str, num_hidden: int,
-                 att_num_hidden: int | None, dropout: float):
+    def __init__(
+        self,
+        d_in: int,
+        patterns: list,
+        learned: int,
+        unit: str,
+        num_hidden: int,
+        att_num_hidden: int | None,
+        dropout: float,
+    ):
         super().__init__()
         self.names = tuple(patterns) or SEVEN
         self.learned, self.unit, self.dropout = learned, unit, dropout
@@ -42,16 +52,17 @@ class FixedSelfAttention(Layer):
         self.out = nn.Linear(a, num_hidden)
         self.reads_src_words = unit == "word"
 
-    def weights(self, batch: int, length: int, pad: Tensor | None,
-                words: Tensor | None) -> Tensor:
+    def weights(self, batch: int, length: int, pad: Tensor | None, words: Tensor | None) -> Tensor:
         """(B, P, T, T) fixed weights for each sentence of the batch (zero over padding)."""
         lengths = [length] * batch if pad is None else (~pad).sum(1).tolist()
         out = torch.zeros(len(lengths), len(self.names), length, length)
         for b, n in enumerate(lengths):
             if self.unit == "word":
                 if words is None:
-                    raise ValueError("fixed_self_att(unit=word) needs the source's word ids: "
-                                     "pass src_words= to the model")
+                    raise InputError(
+                        "fixed_self_att(unit=word) needs the source's word ids: "
+                        "pass src_words= to the model"
+                    )
                 w = _word_patterns(self.names, tuple(words[b, :n].tolist()))
             else:
                 w = _token_patterns(self.names, n)
@@ -60,10 +71,10 @@ class FixedSelfAttention(Layer):
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         B, T, _ = x.shape
-        v = split_heads(self.value(x), self.heads)             # (B, H, T, d)
+        v = split_heads(self.value(x), self.heads)  # (B, H, T, d)
         P = len(self.names)
         w = self.weights(B, T, ctx.pad, ctx.extra.get("words")).to(x.device, x.dtype)
-        fixed = w @ v[:, :P]                                   # fixed weights times values
+        fixed = w @ v[:, :P]  # fixed weights times values
         parts, heads = [fixed], [w]
         if self.learned:
             q, k = (split_heads(t, self.learned) for t in self.qk(x).chunk(2, dim=-1))
@@ -74,8 +85,9 @@ class FixedSelfAttention(Layer):
                 if mask is not None:
                     scores = scores.masked_fill(~mask, float("-inf"))
                 heads.append(scores.softmax(-1))
-            parts.append(F.scaled_dot_product_attention(q, k, v[:, P:], attn_mask=mask,
-                                                        dropout_p=p))
-        if ctx.record is not None:                             # fixed heads, then learned
-            ctx.keep(self, "self", torch.cat(heads, dim=1))
+            parts.append(
+                F.scaled_dot_product_attention(q, k, v[:, P:], attn_mask=mask, dropout_p=p)
+            )
+        if ctx.record is not None:  # fixed heads, then learned
+            ctx.record_attention(self, "self", torch.cat(heads, dim=1))
         return self.out(merge_heads(torch.cat(parts, dim=1)))

@@ -4,6 +4,7 @@ The full form multiplies by the weight matrices of :func:`adl.patterns.gaussian`
 windowed and index forms are depthwise convolutions over time with a fixed kernel per head:
 they never build an n × n matrix.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -13,7 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .. import patterns
-from ..check.program import Node
+from ..analysis.program import Node
 from .base import Builder, Layer, implements
 from .context import Context
 
@@ -27,8 +28,12 @@ def head_offsets(offsets: list, heads: int | None) -> list[int]:
 
 def head_channels(heads: int, size: int) -> Tensor:
     """The head of every value channel: the size split as evenly as torch.tensor_split."""
-    return torch.cat([torch.full((len(c),), h, dtype=torch.long)
-                      for h, c in enumerate(torch.tensor_split(torch.arange(size), heads))])
+    return torch.cat(
+        [
+            torch.full((len(c),), h, dtype=torch.long)
+            for h, c in enumerate(torch.tensor_split(torch.arange(size), heads))
+        ]
+    )
 
 
 @lru_cache(maxsize=64)
@@ -50,9 +55,18 @@ def mix_heads(weights: Tensor, v: Tensor, channels: Tensor) -> Tensor:
 
 @implements("gauss_att")
 class GaussianSelfAttention(Layer):
-    def __init__(self, d_in: int, offsets: list, sigma: float, window: int | None,
-                 index: bool, heads: int | None, num_hidden: int, att_num_hidden: int | None,
-                 causal: bool = False):
+    def __init__(
+        self,
+        d_in: int,
+        offsets: list,
+        sigma: float,
+        window: int | None,
+        index: bool,
+        heads: int | None,
+        num_hidden: int,
+        att_num_hidden: int | None,
+        causal: bool = False,
+    ):
         super().__init__()
         a = att_num_hidden if att_num_hidden is not None else num_hidden
         self.offsets = head_offsets(offsets, heads)
@@ -65,7 +79,7 @@ class GaussianSelfAttention(Layer):
             self._build_kernel(a)
 
     @classmethod
-    def build(cls, node: Node, b: Builder) -> "GaussianSelfAttention":
+    def build(cls, node: Node, b: Builder) -> GaussianSelfAttention:
         return cls(node.d_in, **b.arguments(node), causal=b.role != "encoder")
 
     def _build_kernel(self, a: int) -> None:
@@ -73,24 +87,25 @@ class GaussianSelfAttention(Layer):
         taps = {}
         for h, o in enumerate(self.offsets):
             if self.index:
-                taps[h] = {o: 1.0}                             # the value at i + o
+                taps[h] = {o: 1.0}  # the value at i + o
             else:
-                dl, du = patterns.band_limits(self.window)     # N(r; o, σ), r - o in (-dl, du)
+                dl, du = patterns.band_limits(self.window)  # N(r; o, σ), r - o in (-dl, du)
                 r = torch.arange(o - dl + 1, o + du, dtype=torch.float64)
                 w = patterns.normal_pdf(r - o, self.sigma)
                 taps[h] = {int(ri): float(wi) for ri, wi in zip(r, w)}
-            if self.causal:                                    # a decoder never sees j > i
+            if self.causal:  # a decoder never sees j > i
                 taps[h] = {r: w for r, w in taps[h].items() if r <= 0}
         rs = [r for t in taps.values() for r in t] or [0]
         self.left, self.right = max(0, -min(rs)), max(0, max(rs))
-        kernel = torch.zeros(a, 1, self.left + self.right + 1)
-        for c in range(a):
-            for r, w in taps[int(self.channels[c])].items():
-                kernel[c, 0, r + self.left] = w
+        rows = torch.zeros(len(self.offsets), self.left + self.right + 1)  # one per head
+        for h, t in taps.items():
+            for r, w in t.items():
+                rows[h, r + self.left] = w
+        kernel = rows[self.channels].unsqueeze(1)  # (a, 1, K): each channel its head's row
         self.register_buffer("kernel", kernel, persistent=False)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
-        v = ctx.zero_padding(self.value(x))                    # (B, T, a), cut at padding
+        v = ctx.zero_padding(self.value(x))  # (B, T, a), cut at padding
         if self.conv:
             return self.out(self._convolve(v, ctx))
         if ctx.state is not None:
@@ -100,9 +115,9 @@ class GaussianSelfAttention(Layer):
             cache["v"] = v
         offset = v.size(1) - x.size(1)
         w = gaussian_heads(v.size(1), tuple(self.offsets), self.sigma, self.causal)
-        w = w.to(v.device)[:, offset:]                         # (H, Tq, Tk)
-        ctx.keep(self, "self", self._cut(w, ctx))
-        return self.out(mix_heads(w, v, self.channels))        # N(j; i + o_h, σ) V
+        w = w.to(v.device)[:, offset:]  # (H, Tq, Tk)
+        ctx.record_attention(self, "self", self._cut(w, ctx))
+        return self.out(mix_heads(w, v, self.channels))  # N(j; i + o_h, σ) V
 
     def _cut(self, w: Tensor, ctx: Context) -> Tensor:
         """The weights as applied: zero on padding keys (B, H, Tq, Tk)."""
@@ -111,20 +126,25 @@ class GaussianSelfAttention(Layer):
         return w.unsqueeze(0) * (~ctx.pad)[:, None, None, :]
 
     def _convolve(self, v: Tensor, ctx: Context) -> Tensor:
-        if ctx.record is not None and ctx.state is None:       # the kernels as a matrix
+        if ctx.record is not None and ctx.state is None:  # the kernels as a matrix
             n = v.size(1)
-            w = torch.stack([patterns.gaussian(n, o, self.sigma, window=self.window,
-                                               index=self.index, causal=self.causal)
-                             for o in self.offsets]).to(v.device)
-            ctx.keep(self, "self", self._cut(w, ctx))
-        h = v.transpose(1, 2)                                  # (B, a, T)
+            w = torch.stack(
+                [
+                    patterns.gaussian(
+                        n, o, self.sigma, window=self.window, index=self.index, causal=self.causal
+                    )
+                    for o in self.offsets
+                ]
+            ).to(v.device)
+            ctx.record_attention(self, "self", self._cut(w, ctx))
+        h = v.transpose(1, 2)  # (B, a, T)
         if ctx.state is not None:
             cache = ctx.state.of(self)
             past = cache.get("v")
             if past is None:
                 past = h.new_zeros(h.size(0), h.size(1), self.left)
             h = torch.cat([past, h], dim=2)
-            cache["v"] = h[:, :, h.size(2) - self.left:]
+            cache["v"] = h[:, :, h.size(2) - self.left :]
             h = F.pad(h, (0, self.right))
         else:
             h = F.pad(h, (self.left, self.right))
@@ -133,9 +153,18 @@ class GaussianSelfAttention(Layer):
 
 @implements("gauss_src_att")
 class GaussianSourceAttention(Layer):
-    def __init__(self, d_in: int, source_d: int, level: int | None, offsets: list,
-                 sigma: float, ratio: float, heads: int | None, num_hidden: int,
-                 att_num_hidden: int | None):
+    def __init__(
+        self,
+        d_in: int,
+        source_d: int,
+        level: int | None,
+        offsets: list,
+        sigma: float,
+        ratio: float,
+        heads: int | None,
+        num_hidden: int,
+        att_num_hidden: int | None,
+    ):
         super().__init__()
         a = att_num_hidden if att_num_hidden is not None else num_hidden
         self.offsets = head_offsets(offsets, heads)
@@ -145,14 +174,17 @@ class GaussianSourceAttention(Layer):
         self.register_buffer("channels", head_channels(len(self.offsets), a), persistent=False)
 
     @classmethod
-    def build(cls, node: Node, b: Builder) -> "GaussianSourceAttention":
+    def build(cls, node: Node, b: Builder) -> GaussianSourceAttention:
         args = b.arguments(node)
         args["level"] = b.encoder_level(node, args.pop("encoder_block"))
         if args["ratio"] is None:
             if b.length_ratio is None:
-                b.refuse(node, "gauss_src_att needs ratio=, or the training data's mean "
-                               "source/target length ratio",
-                         "adl train supplies it; in Python pass adl.build(length_ratio=...)")
+                b.refuse(
+                    node,
+                    "gauss_src_att needs ratio=, or the training data's mean "
+                    "source/target length ratio",
+                    "adl train supplies it; in Python pass adl.build(length_ratio=...)",
+                )
             args["ratio"] = b.length_ratio or 1.0
         return cls(node.d_in, b.source_d, **args)
 
@@ -166,15 +198,21 @@ class GaussianSourceAttention(Layer):
         else:
             v = self._values(memory)
         T, S = x.size(1), v.size(1)
-        w = torch.stack([patterns.gaussian_cross(ctx.offset + T, S, o, self.ratio, self.sigma)
-                         for o in self.offsets]).to(v.device)[:, ctx.offset:]
+        w = torch.stack(
+            [
+                patterns.gaussian_cross(ctx.offset + T, S, o, self.ratio, self.sigma)
+                for o in self.offsets
+            ]
+        ).to(v.device)[:, ctx.offset :]
         if ctx.record is not None:
             pad = ctx.memory.pad
-            ctx.keep(self, "source", w if pad is None else w.unsqueeze(0) * (~pad)[:, None, None, :])
-        return self.out(mix_heads(w, v, self.channels))        # N(j; ⌊γ i + o⌋, σ) V
+            ctx.record_attention(
+                self, "source", w if pad is None else w.unsqueeze(0) * (~pad)[:, None, None, :]
+            )
+        return self.out(mix_heads(w, v, self.channels))  # N(j; ⌊γ i + o⌋, σ) V
 
     def _values(self, memory) -> Tensor:
-        v = self.value(memory.level(self.level))               # (B, S, a)
+        v = self.value(memory.level(self.level))  # (B, S, a)
         if memory.pad is not None:
-            v = v.masked_fill(memory.pad.unsqueeze(-1), 0.0)   # cut at the source's padding
+            v = v.masked_fill(memory.pad.unsqueeze(-1), 0.0)  # cut at the source's padding
         return v

@@ -1,4 +1,5 @@
 """The decoder-only joint model of Fonollosa et al. (2019) over a [source; target] stream."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,20 +21,31 @@ class JointModel(nn.Module):
     and then steps through the target with the same ``start``/``step`` interface as
     :class:`~adl.nn.model.Seq2Seq`."""
 
-    def __init__(self, network: Network, src_vocab: int, tgt_vocab: int, d_model: int,
-                 pad_id: int = 0, tie_embeddings: bool = False, share_embeddings: bool = False,
-                 spec: Any = None):
+    def __init__(
+        self,
+        network: Network,
+        src_vocab: int,
+        tgt_vocab: int,
+        d_model: int,
+        pad_id: int = 0,
+        tie_embeddings: bool = False,
+        share_embeddings: bool = False,
+        spec: Any = None,
+    ):
         super().__init__()
         self.network = network
         self.pad_id, self.d_model = pad_id, d_model
         self.src_embed = nn.Embedding(src_vocab, d_model, padding_idx=pad_id)
-        self.tgt_embed = (self.src_embed if share_embeddings
-                          else nn.Embedding(tgt_vocab, d_model, padding_idx=pad_id))
-        self.language = nn.Embedding(2, d_model)                   # one vector per side
+        self.tgt_embed = (
+            self.src_embed
+            if share_embeddings
+            else nn.Embedding(tgt_vocab, d_model, padding_idx=pad_id)
+        )
+        self.language = nn.Embedding(2, d_model)  # one vector per side
         self.output = nn.Linear(network.d_out, tgt_vocab)
         self.spec = spec
         init_parameters(self, [self.src_embed, self.tgt_embed], d_model, pad_id)
-        nn.init.normal_(self.language.weight, 0.0, d_model ** -0.5)
+        nn.init.normal_(self.language.weight, 0.0, d_model**-0.5)
         if tie_embeddings:
             self.output.weight = self.tgt_embed.weight
 
@@ -59,22 +71,30 @@ class JointModel(nn.Module):
         layout = JointLayout(S, src.eq(self.pad_id))
         x = torch.cat([self._source(src), self._target(tgt_in)], dim=1)  # (B, S + T, D)
         positions = torch.cat([torch.arange(S), torch.arange(T)]).to(src.device).unsqueeze(0)
-        ctx = Context("joint", pad=torch.cat([layout.source_pad, tgt_in.eq(self.pad_id)], 1),
-                      positions=positions, joint=layout, record=self._recording)
+        ctx = Context(
+            "joint",
+            pad=torch.cat([layout.source_pad, tgt_in.eq(self.pad_id)], 1),
+            positions=positions,
+            joint=layout,
+            record=self._recording,
+        )
         if src_words is not None:
             ctx.extra["words"] = src_words
         z = self.network(x, ctx)
-        return self.output(z[:, S:])                                   # target positions
+        return self.output(z[:, S:])  # target positions
 
     # --- incremental decoding ------------------------------------------------------------
-    def start(self, src: Tensor, src_words: Tensor | None = None) -> tuple[JointLayout, DecodeState]:
+    def start(
+        self, src: Tensor, src_words: Tensor | None = None
+    ) -> tuple[JointLayout, DecodeState]:
         """Run the source through the network once, filling the cache."""
         S = src.size(1)
         layout = JointLayout(S, src.eq(self.pad_id))
         state = DecodeState()
         positions = torch.arange(S, device=src.device).unsqueeze(0)
-        ctx = Context("joint", pad=layout.source_pad, positions=positions, joint=layout,
-                      state=state)
+        ctx = Context(
+            "joint", pad=layout.source_pad, positions=positions, joint=layout, state=state
+        )
         self.network(self._source(src), ctx)
         state.offset = S
         return layout, state

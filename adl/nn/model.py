@@ -1,4 +1,5 @@
 """Whole models: a network module per role, and the encoder-decoder ``Seq2Seq``."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -31,17 +32,29 @@ class Seq2Seq(nn.Module):
     ``decode`` with a :class:`DecodeState` run the decoder one step (or a few) at a time.
     ``spec`` is everything needed to rebuild the model (see :func:`adl.build`)."""
 
-    def __init__(self, encoder: Network, decoder: Network, src_vocab: int, tgt_vocab: int,
-                 d_model: int, pad_id: int = 0, tie_embeddings: bool = False,
-                 share_embeddings: bool = False, spec: Any = None):
+    def __init__(
+        self,
+        encoder: Network,
+        decoder: Network,
+        src_vocab: int,
+        tgt_vocab: int,
+        d_model: int,
+        pad_id: int = 0,
+        tie_embeddings: bool = False,
+        share_embeddings: bool = False,
+        spec: Any = None,
+    ):
         super().__init__()
         self.encoder, self.decoder = encoder, decoder
         self.pad_id = pad_id
         self.d_model = d_model
-        self.src_embed = nn.Embedding(src_vocab, d_model, padding_idx=pad_id)   # E_src
-        self.tgt_embed = (self.src_embed if share_embeddings
-                          else nn.Embedding(tgt_vocab, d_model, padding_idx=pad_id))  # E_tgt
-        self.output = nn.Linear(decoder.d_out, tgt_vocab)                       # W_o, b_o
+        self.src_embed = nn.Embedding(src_vocab, d_model, padding_idx=pad_id)  # E_src
+        self.tgt_embed = (
+            self.src_embed
+            if share_embeddings
+            else nn.Embedding(tgt_vocab, d_model, padding_idx=pad_id)
+        )  # E_tgt
+        self.output = nn.Linear(decoder.d_out, tgt_vocab)  # W_o, b_o
         self.spec = spec
         init_parameters(self, [self.src_embed, self.tgt_embed], d_model, pad_id)
         if tie_embeddings:
@@ -69,21 +82,26 @@ class Seq2Seq(nn.Module):
         return self.decode(tgt_in, self.encode(src, src_words))
 
     def encode(self, src: Tensor, src_words: Tensor | None = None) -> Memory:
-        pad = src.eq(self.pad_id)                                   # (B, S)
+        pad = src.eq(self.pad_id)  # (B, S)
         ctx = Context("encoder", pad=pad, blocks=[], record=self._recording)
         if src_words is not None:
             ctx.extra["words"] = src_words
-        top = self.encoder(self.src_embed(src), ctx)                # U^0 = E_src x
+        top = self.encoder(self.src_embed(src), ctx)  # U^0 = E_src x
         return Memory(top, pad, ctx.blocks or [])
 
     def decode(self, tgt_in: Tensor, memory: Memory, state: DecodeState | None = None) -> Tensor:
         """Logits for ``tgt_in``; with a state, ``tgt_in`` holds only the new positions."""
-        ctx = Context("decoder", pad=tgt_in.eq(self.pad_id), memory=memory, state=state,
-                      record=self._recording)
-        z = self.decoder(self.tgt_embed(tgt_in), ctx)               # Z^0 = E_tgt y
+        ctx = Context(
+            "decoder",
+            pad=tgt_in.eq(self.pad_id),
+            memory=memory,
+            state=state,
+            record=self._recording,
+        )
+        z = self.decoder(self.tgt_embed(tgt_in), ctx)  # Z^0 = E_tgt y
         if state is not None:
             state.offset += tgt_in.size(1)
-        return self.output(z)                                       # W_o z^L + b_o
+        return self.output(z)  # W_o z^L + b_o
 
     # --- incremental decoding ------------------------------------------------------------
     def start(self, src: Tensor, src_words: Tensor | None = None) -> tuple[Memory, DecodeState]:
@@ -100,8 +118,9 @@ class Seq2Seq(nn.Module):
         return self.decode(tokens, memory, state)[:, -1].log_softmax(-1)
 
 
-def record_attention(model: nn.Module, src: Tensor, tgt_in: Tensor,
-                     src_words: Tensor | None = None) -> list:
+def record_attention(
+    model: nn.Module, src: Tensor, tgt_in: Tensor, src_words: Tensor | None = None
+) -> list:
     records: list = []
     model._recording = records
     try:
@@ -111,8 +130,9 @@ def record_attention(model: nn.Module, src: Tensor, tgt_in: Tensor,
     return records
 
 
-def init_parameters(model: nn.Module, embeddings: list[nn.Embedding], d_model: int,
-                    pad_id: int) -> None:
+def init_parameters(
+    model: nn.Module, embeddings: list[nn.Embedding], d_model: int, pad_id: int
+) -> None:
     """Xavier-uniform projections with zero biases; embeddings N(0, d^-1/2), padding row 0."""
     for module in model.modules():
         if isinstance(module, (nn.Linear, nn.Conv1d)):
@@ -120,7 +140,7 @@ def init_parameters(model: nn.Module, embeddings: list[nn.Embedding], d_model: i
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
     for emb in {id(e): e for e in embeddings}.values():
-        nn.init.normal_(emb.weight, 0.0, d_model ** -0.5)
+        nn.init.normal_(emb.weight, 0.0, d_model**-0.5)
         with torch.no_grad():
             emb.weight[pad_id].zero_()
 

@@ -1,4 +1,5 @@
 """Positional embeddings: ``pos`` (fixed sinusoids) and ``learn_pos``."""
+
 from __future__ import annotations
 
 import math
@@ -6,6 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from ..errors import InputError
 from .base import Layer, implements
 from .context import Context
 from .dropout import Dropout
@@ -31,7 +33,7 @@ class SinusoidalPositions(Layer):
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         p = sinusoids(ctx.position_ids(x.size(1), x.device), self.d).to(x.dtype)  # (B|1, T, D)
-        return self.drop(self.scale * x + p)                   # dropout(√d · h_t + p_t)
+        return self.drop(self.scale * x + p)  # dropout(√d · h_t + p_t)
 
 
 @implements("learn_pos")
@@ -43,7 +45,13 @@ class LearnedPositions(Layer):
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         positions = ctx.position_ids(x.size(1), x.device)
-        if int(positions.max()) >= self.embed.num_embeddings:
-            raise ValueError(f"learn_pos holds {self.embed.num_embeddings} positions; this input "
-                             f"reaches position {int(positions.max())} (raise max_seq_len)")
-        return self.drop(x + self.embed(positions))            # dropout(h_t + P_t)
+        limit = self.embed.num_embeddings
+        if positions.numel() and int(positions.max()) >= limit:
+            reach = int(positions.max()) + 1
+            raise InputError(
+                f"learn_pos(max_seq_len={limit}) embeds sequences of at most {limit} "
+                f"positions; this input has {reach} (filter longer lines or raise max_seq_len)",
+                limit=limit,
+                length=reach,
+            )
+        return self.drop(x + self.embed(positions))  # dropout(h_t + P_t)

@@ -1,5 +1,6 @@
 """``rnn`` (causal; its state is the decoding cache) and ``birnn`` (packed, so padding never
 reaches a real position of the backward direction)."""
+
 from __future__ import annotations
 
 from torch import Tensor, nn
@@ -20,7 +21,7 @@ class RNN(Layer):
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         if ctx.state is None:
             # Right padding comes after every real position: it cannot change them.
-            return self.rnn(x)[0]                              # s_t = f(h_t, s_{t-1})
+            return self.rnn(x)[0]  # s_t = f(h_t, s_{t-1})
         cache = ctx.state.of(self)
         # The cache is batch-first like every cache, torch's RNN state is (layers, B, H).
         past = cache.get("state")
@@ -41,9 +42,8 @@ class BiRNN(Layer):
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         if ctx.pad is None or not bool(ctx.pad.any()):
-            return self.rnn(x)[0]                              # [forward; backward]
+            return self.rnn(x)[0]  # [forward; backward]
         lengths = (~ctx.pad).sum(1).cpu()
         packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        y, _ = pad_packed_sequence(self.rnn(packed)[0], batch_first=True,
-                                   total_length=x.size(1))
+        y, _ = pad_packed_sequence(self.rnn(packed)[0], batch_first=True, total_length=x.size(1))
         return y

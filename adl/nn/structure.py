@@ -1,10 +1,11 @@
 """Combinators: res, res_d, res_nd, highway, repeat, concat."""
+
 from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
 
-from ..check.program import Node
+from ..analysis.program import Node
 from .base import Builder, Chain, Layer, implements
 from .context import Context
 from .dropout import Dropout
@@ -17,7 +18,7 @@ class Residual(Layer):
         self.chain = chain
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
-        return x + self.chain(x, ctx)                          # h + l(h)
+        return x + self.chain(x, ctx)  # h + l(h)
 
 
 @implements("res_d")
@@ -28,7 +29,7 @@ class ResidualDropout(Layer):
         self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
-        return x + self.drop(self.chain(x, ctx))               # res(l -> dropout)
+        return x + self.drop(self.chain(x, ctx))  # res(l -> dropout)
 
 
 @implements("res_nd")
@@ -40,7 +41,7 @@ class PreNormResidual(Layer):
         self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
-        return x + self.drop(self.chain(self.norm(x), ctx))    # res(norm -> l -> dropout)
+        return x + self.drop(self.chain(self.norm(x), ctx))  # res(norm -> l -> dropout)
 
 
 @implements("highway")
@@ -52,7 +53,7 @@ class Highway(Layer):
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         g = torch.sigmoid(self.gate(x))
-        return g * self.chain(x, ctx) + (1 - g) * x            # g ⊗ l(h) + (1 − g) ⊗ h
+        return g * self.chain(x, ctx) + (1 - g) * x  # g ⊗ l(h) + (1 − g) ⊗ h
 
 
 @implements("concat")
@@ -76,7 +77,7 @@ class Repeat(Layer):
         self.record = record
 
     @classmethod
-    def build(cls, node: Node, b: Builder) -> "Repeat":
+    def build(cls, node: Node, b: Builder) -> Repeat:
         top = node is b.top_repeat
         copies = []
         body = node.args["chain"]
@@ -91,9 +92,9 @@ class Repeat(Layer):
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         record = self.record and ctx.blocks is not None
         if record:
-            ctx.blocks.append(x)                               # U^0
+            ctx.blocks.append(x)  # U^0
         for chain in self.copies:
             x = chain(x, ctx)
             if record:
-                ctx.blocks.append(x)                           # U^i
+                ctx.blocks.append(x)  # U^i
         return x

@@ -2,10 +2,10 @@
 
 Spans never take part in equality, so ``parse(print(tree)) == tree`` compares structure.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 from ..source import Span
 
@@ -17,6 +17,7 @@ def _span() -> Span:
 
 
 # --- values -------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Int:
@@ -60,28 +61,29 @@ class NameRef:
 
 @dataclass(frozen=True)
 class Negate:
-    operand: "Expr"
+    operand: Expr
     span: Span = _span()
 
 
 @dataclass(frozen=True)
 class BinOp:
     op: str  # one of + - * /
-    left: "Expr"
-    right: "Expr"
+    left: Expr
+    right: Expr
     span: Span = _span()
 
 
-Expr = Union[Int, Float, Bool, String, Var, NameRef, Negate, BinOp]
+Expr = Int | Float | Bool | String | Var | NameRef | Negate | BinOp
 
 
 # --- layers and chains --------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Argument:
     """One argument of a call; ``key`` is ``None`` for a positional argument."""
 
-    value: "Value"
+    value: Value
     key: str | None = None
     span: Span = _span()
     key_span: Span = _span()
@@ -119,10 +121,11 @@ class Chain:
         return None
 
 
-Value = Union[Chain, Expr]
+Value = Chain | Expr
 
 
 # --- files --------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Param:
@@ -149,7 +152,7 @@ class Variable:
     """``$name = value``: the value of ``$name`` unless the user sets it (``--var``)."""
 
     name: str
-    value: "Value"
+    value: Value
     span: Span = _span()
     name_span: Span = _span()
 

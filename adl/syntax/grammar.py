@@ -4,6 +4,7 @@ The file ships inside the wheel as the package data of ``adl.grammar`` (pyprojec
 top-level ``grammar/`` folder to that package), so an installed ``adl`` finds it without the
 repository.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -19,5 +20,11 @@ def grammar_text() -> str:
 @lru_cache(maxsize=1)
 def parser() -> Lark:
     """The LALR parser, built on first use and cached for the process."""
-    return Lark(grammar_text(), parser="lalr", lexer="contextual", propagate_positions=True,
-                maybe_placeholders=False, cache=False)
+    return Lark(
+        grammar_text(),
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=False,
+        cache=False,
+    )

@@ -3,6 +3,7 @@
 Lark parses (LALR); this module turns its tree into :mod:`adl.syntax.ast` nodes, checks the
 shape of definitions, and translates Lark's exceptions into :class:`~adl.errors.ADLError`.
 """
+
 from __future__ import annotations
 
 import ast as pyast
@@ -12,11 +13,10 @@ from lark import Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from ..errors import ADLError, Diagnostic, error
+from ..limits import MAX_EXPRESSION_DEPTH, MAX_INTEGER, MAX_NESTING, MAX_SOURCE_CHARS
 from ..source import Source, Span
 from . import ast
 from .grammar import parser
-
-MAX_NESTING = 64
 
 _TOKEN_WORDS = {
     "NAME": "a layer name",
@@ -46,6 +46,13 @@ def parse(text: str, name: str = "<string>") -> ast.File:
 
 
 def parse_source(source: Source) -> ast.File:
+    if len(source.text) > MAX_SOURCE_CHARS:
+        raise error(
+            f"the text is {len(source.text):,} characters long, more than the limit of "
+            f"{MAX_SOURCE_CHARS:,}",
+            source,
+            hint="an ADL file describes one architecture in a few lines",
+        )
     _check_brackets(source, only_depth=True)
     try:
         tree = parser().parse(source.text)
@@ -57,11 +64,13 @@ def parse_source(source: Source) -> ast.File:
     try:
         return _Builder(source).file(tree)
     except RecursionError:
-        raise error(f"the text nests too deeply (more than {MAX_NESTING} levels)", source,
-                    Span(0, 0)) from None
+        raise error(
+            f"the text nests too deeply (more than {MAX_NESTING} levels)", source, Span(0, 0)
+        ) from None
 
 
 # --- error translation --------------------------------------------------------------------
+
 
 def _check_brackets(source: Source, only_depth: bool = False) -> None:
     """Unbalanced parentheses and runaway nesting get their own, precise messages."""
@@ -81,13 +90,18 @@ def _check_brackets(source: Source, only_depth: bool = False) -> None:
         if ch == "(":
             stack.append(i)
             if len(stack) > MAX_NESTING:
-                raise error(f"parentheses nest more than {MAX_NESTING} levels deep", source,
-                            Span(i, i + 1))
+                raise error(
+                    f"parentheses nest more than {MAX_NESTING} levels deep", source, Span(i, i + 1)
+                )
         elif ch == ")":
             if not stack:
                 if not only_depth:
-                    raise error("unmatched ')'", source, Span(i, i + 1),
-                                hint="remove it, or add the '(' it should close")
+                    raise error(
+                        "unmatched ')'",
+                        source,
+                        Span(i, i + 1),
+                        hint="remove it, or add the '(' it should close",
+                    )
             else:
                 stack.pop()
         i += 1
@@ -168,19 +182,28 @@ def _syntax_error(source: Source, exc: UnexpectedInput) -> ADLError:
     if prev is not None and prev.type == "ARROW" and (at_end or "NAME" in expected):
         where = Span(prev.start_pos, prev.end_pos)
         if at_end:
-            return error("trailing '->': expected a layer after it", source, where,
-                         hint="remove the '->' or add the layer it leads to")
+            return error(
+                "trailing '->': expected a layer after it",
+                source,
+                where,
+                hint="remove the '->' or add the layer it leads to",
+            )
         return error(f"expected a layer after '->', found {_describe(tok)}", source, span)
     found = _describe(tok)
     if at_end:
         return error(f"unexpected end of the text: expected {_expected(expected)}", source, span)
     if tok.type == "NAME" and "ARROW" in expected:
-        return error(f"missing '->' before '{tok.value}'", source, span,
-                     hint="layers of a chain are joined with '->'; arguments with ','")
+        return error(
+            f"missing '->' before '{tok.value}'",
+            source,
+            span,
+            hint="layers of a chain are joined with '->'; arguments with ','",
+        )
     return error(f"expected {_expected(expected)}, found {found}", source, span)
 
 
 # --- lark tree -> syntax tree -------------------------------------------------------------
+
 
 def _span(node: Tree | Token) -> Span:
     if isinstance(node, Token):
@@ -211,8 +234,11 @@ class _Builder:
                 if var.name in variables:
                     self.fail(f"'${var.name}' is given a default twice", var.name_span)
                 elif var.name in ("d_model", "heads", "dropout"):
-                    self.fail(f"'${var.name}' is a model setting, not a file's variable",
-                              var.name_span, hint="set it with --d-model / --heads / --dropout")
+                    self.fail(
+                        f"'${var.name}' is a model setting, not a file's variable",
+                        var.name_span,
+                        hint="set it with --d-model / --heads / --dropout",
+                    )
                 variables[var.name] = var
                 continue
             chains = [self.chain(c) for c in stmt.children]
@@ -225,32 +251,44 @@ class _Builder:
         seen: dict[str, ast.Definition] = {}
         for d in definitions:
             if d.name in seen:
-                self.fail(f"'{d.name}' is defined twice", d.name_span,
-                          hint=f"the first definition is on line "
-                               f"{self.source.line_col(seen[d.name].span.start)[0]}")
+                self.fail(
+                    f"'{d.name}' is defined twice",
+                    d.name_span,
+                    hint=f"the first definition is on line "
+                    f"{self.source.line_col(seen[d.name].span.start)[0]}",
+                )
             else:
                 seen[d.name] = d
         for prev, extra in zip(networks, networks[1:]):
-            same_line = (self.source.line_col(prev.span.end)[0]
-                         == self.source.line_col(extra.span.start)[0])
+            same_line = (
+                self.source.line_col(prev.span.end)[0] == self.source.line_col(extra.span.start)[0]
+            )
             first = extra.layers[0]
             if same_line:
-                self.fail(f"missing '->' before '{first.name}'", first.name_span,
-                          hint="layers of a chain are joined with '->'")
+                self.fail(
+                    f"missing '->' before '{first.name}'",
+                    first.name_span,
+                    hint="layers of a chain are joined with '->'",
+                )
             else:
-                self.fail("a second network chain: a file holds one network", extra.span,
-                          hint="name the extra chain as a block ('name = ...'), or define "
-                               "'encoder = ...' and 'decoder = ...'")
+                self.fail(
+                    "a second network chain: a file holds one network",
+                    extra.span,
+                    hint="name the extra chain as a block ('name = ...'), or define "
+                    "'encoder = ...' and 'decoder = ...'",
+                )
         if self.problems:
             raise ADLError(self.problems)
         network = networks[0] if networks else None
-        return ast.File(tuple(definitions), network, Span(0, len(self.source.text)),
-                        tuple(variables.values()))
+        return ast.File(
+            tuple(definitions), network, Span(0, len(self.source.text)), tuple(variables.values())
+        )
 
     def definition(self, lhs: ast.Chain, body: ast.Chain, span: Span) -> ast.Definition | None:
         if len(lhs.layers) != 1:
-            self.fail("the left side of '=' must be a block name, like 'name' or 'name(x, y)'",
-                      lhs.span)
+            self.fail(
+                "the left side of '=' must be a block name, like 'name' or 'name(x, y)'", lhs.span
+            )
             return None
         head = lhs.layers[0]
         params: list[ast.Param] = []
@@ -259,13 +297,18 @@ class _Builder:
             if arg.key is None:
                 pname = arg.value.bare_name() if isinstance(arg.value, ast.Chain) else None
                 if pname is None:
-                    self.fail("a block parameter must be a plain name", arg.span,
-                              hint=f"write '{head.name}(x) = ...' and pass the value where "
-                                   f"'{head.name}' is used")
+                    self.fail(
+                        "a block parameter must be a plain name",
+                        arg.span,
+                        hint=f"write '{head.name}(x) = ...' and pass the value where "
+                        f"'{head.name}' is used",
+                    )
                     continue
                 if params and params[-1].default is not None:
-                    self.fail(f"parameter '{pname}' without a default follows one with a default",
-                              arg.span)
+                    self.fail(
+                        f"parameter '{pname}' without a default follows one with a default",
+                        arg.span,
+                    )
                 param = ast.Param(pname, None, arg.span)
             else:
                 pname = arg.key
@@ -301,63 +344,95 @@ class _Builder:
 
     # expressions
     def expr(self, node: Tree | Token) -> ast.Expr:
+        return self._expr(node, 0, node)[0]
+
+    def _expr(self, node: Tree | Token, level: int, top: Tree | Token) -> tuple[ast.Expr, int]:
+        """The expression and the depth of its operator tree; ``level`` counts the operators
+        above this node, so a runaway expression stops before Python's recursion does."""
         kind = node.data if isinstance(node, Tree) else node.type
         span = _span(node)
+        if kind in ("binary", "group", "negate") and level > MAX_EXPRESSION_DEPTH:
+            self._too_deep(top)
         if kind in ("binary", "group"):
             items = [c for c in node.children]
-            operands = [self.expr(c) for c in items[0::2]]
             ops = [str(op.children[0]) for op in items[1::2]]
-            result = _by_precedence(operands, ops)
+            inner = level + (1 if ops else 0)
+            parts = [self._expr(c, inner, top) for c in items[0::2]]
+            result, depth = _by_precedence([e for e, _ in parts], [d for _, d in parts], ops)
+            if depth > MAX_EXPRESSION_DEPTH:
+                self._too_deep(top)
             if kind == "group":  # keep the parentheses' span for messages
                 result = _with_span(result, span)
-            return result
+            return result, depth
         if kind == "negate":
-            return ast.Negate(self.expr(node.children[-1]), span)
+            operand, depth = self._expr(node.children[-1], level + 1, top)
+            return ast.Negate(operand, span), depth + 1
         if kind == "name_ref":
-            return ast.NameRef(str(node.children[0]), span)
+            return ast.NameRef(str(node.children[0]), span), 0
         tok = node.children[0] if isinstance(node, Tree) else node
         text = str(tok)
         if kind == "int":
-            return ast.Int(int(text), span)
+            digits = text.lstrip("0")
+            if len(digits) > len(str(MAX_INTEGER)) or (digits and int(digits) > MAX_INTEGER):
+                self.fail(
+                    f"integer too large: the largest is {MAX_INTEGER:,}",
+                    span,
+                    hint="sizes and counts have much smaller limits (docs/language.md, Limits)",
+                )
+                raise ADLError(self.problems)
+            return ast.Int(int(text), span), 0
         if kind == "float":
             value = float(text)
             if math.isinf(value):
                 self.fail("number too large", span)
                 raise ADLError(self.problems)
-            return ast.Float(value, span)
+            return ast.Float(value, span), 0
         if kind == "string":
             try:
-                return ast.String(pyast.literal_eval(text), span)
+                return ast.String(pyast.literal_eval(text), span), 0
             except (SyntaxError, ValueError):
                 self.fail("invalid escape sequence in string", span)
                 raise ADLError(self.problems) from None
         if kind == "var":
-            return ast.Var(text[1:], span)
+            return ast.Var(text[1:], span), 0
         if kind == "true":
-            return ast.Bool(True, span)
+            return ast.Bool(True, span), 0
         if kind == "false":
-            return ast.Bool(False, span)
+            return ast.Bool(False, span), 0
         raise AssertionError(f"unknown expression node {kind}")
+
+    def _too_deep(self, top: Tree | Token) -> None:
+        self.fail(
+            f"this expression nests more than {MAX_EXPRESSION_DEPTH} operators deep",
+            _span(top),
+            hint="each operator of a long sum or product adds a level; "
+            "compute the value outside and pass it with --var NAME=VALUE",
+        )
+        raise ADLError(self.problems)
 
 
 def _with_span(e: ast.Expr, span: Span) -> ast.Expr:
     return type(e)(**{**e.__dict__, "span": span})
 
 
-def _by_precedence(operands: list[ast.Expr], ops: list[str]) -> ast.Expr:
-    """Left-associative precedence climbing over a flat ``a op b op c`` list."""
-    out: list[ast.Expr] = [operands[0]]
+def _by_precedence(
+    operands: list[ast.Expr], depths: list[int], ops: list[str]
+) -> tuple[ast.Expr, int]:
+    """Left-associative precedence climbing over a flat ``a op b op c`` list; the tree and
+    its depth (operands come with theirs)."""
+    out: list[tuple[ast.Expr, int]] = [(operands[0], depths[0])]
     pending: list[str] = []
 
     def reduce() -> None:
-        right, left = out.pop(), out.pop()
-        out.append(ast.BinOp(pending.pop(), left, right, left.span.to(right.span)))
+        (right, dr), (left, dl) = out.pop(), out.pop()
+        node = ast.BinOp(pending.pop(), left, right, left.span.to(right.span))
+        out.append((node, 1 + max(dl, dr)))
 
-    for op, operand in zip(ops, operands[1:]):
+    for op, operand, depth in zip(ops, operands[1:], depths[1:]):
         while pending and _PRECEDENCE[pending[-1]] >= _PRECEDENCE[op]:
             reduce()
         pending.append(op)
-        out.append(operand)
+        out.append((operand, depth))
     while pending:
         reduce()
     return out[0]

@@ -5,6 +5,7 @@ network chain;
 ``a -> b`` with single spaces; ``name(pos, key=value)``; no comments. Printing is exact:
 ``parse(to_text(tree)) == tree`` for every tree the parser can produce.
 """
+
 from __future__ import annotations
 
 import hashlib

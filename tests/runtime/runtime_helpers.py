@@ -1,4 +1,5 @@
 """Tiny data and models for the runtime's tests (written by the tests, d_model 32-64)."""
+
 from __future__ import annotations
 
 import os
@@ -9,21 +10,36 @@ from pathlib import Path
 
 from conftest import ROOT
 
-WORDS = list("abcdefghijklmnopqrst")   # each letter becomes one sentencepiece piece
+WORDS = list("abcdefghijklmnopqrst")  # each letter becomes one sentencepiece piece
 
 ENC = "pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(ffl)) -> norm\n"
 DEC = "pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) -> res_nd(ffl)) -> norm\n"
-MODEL = ("encoder = pos -> res_nd(cnn) -> res_nd(ffl) -> norm\n"
-         "decoder = pos -> res_nd(rnn) -> res_nd(mh_dot_src_att) -> norm\n")
+MODEL = (
+    "encoder = pos -> res_nd(cnn) -> res_nd(ffl) -> norm\n"
+    "decoder = pos -> res_nd(rnn) -> res_nd(mh_dot_src_att) -> norm\n"
+)
 JOINT = "joint = pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(ffl)) -> norm\n"
 
 # settings that make a CLI run short; tests add their own --set items after these
-QUICK = ["--preset", "tiny", "--set", "d_model=32", "--set", "max_tokens=256",
-         "--set", "log_every=5"]
+QUICK = [
+    "--preset",
+    "tiny",
+    "--set",
+    "d_model=32",
+    "--set",
+    "max_tokens=256",
+    "--set",
+    "log_every=5",
+]
 
 
-def reverse_task(directory: Path, train: int = 1000, valid: int = 100, seed: int = 0,
-                 lengths: tuple[int, int] = (3, 8)) -> dict[str, str]:
+def reverse_task(
+    directory: Path,
+    train: int = 1000,
+    valid: int = 100,
+    seed: int = 0,
+    lengths: tuple[int, int] = (3, 8),
+) -> dict[str, str]:
     """``train.src``/``train.tgt`` (and valid): random letter sentences and their reversal."""
     rng = random.Random(seed)
     directory.mkdir(parents=True, exist_ok=True)
@@ -57,11 +73,16 @@ def env() -> dict[str, str]:
 
 
 def adl_command(*argv: str) -> list[str]:
-    return [sys.executable, "-c", "import sys; from adl.cli import main; "
-            "sys.exit(main(sys.argv[1:]))", *argv]
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from adl.cli import main; sys.exit(main(sys.argv[1:]))",
+        *argv,
+    ]
 
 
 def run_adl(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """``adl ARGV`` in a child process."""
-    return subprocess.run(adl_command(*argv), capture_output=True, text=True, env=env(),
-                          timeout=timeout)
+    return subprocess.run(
+        adl_command(*argv), capture_output=True, text=True, env=env(), timeout=timeout
+    )

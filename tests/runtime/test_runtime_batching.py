@@ -1,11 +1,12 @@
 """Batches: token budget, every pair once an epoch, seeded order, rank split, resumable."""
+
 import random
 
 import torch
 
-from runtime.batching import BatchStream, collate, make_batches
-from runtime.data import FilterStats, ParallelData, TokenArray
-from runtime.tokenizer import BOS, EOS, PAD
+from adl.runtime.batching import BatchStream, collate, make_batches
+from adl.runtime.data import FilterStats, ParallelData, TokenArray
+from adl.runtime.tokenizer import BOS, EOS, PAD
 
 
 def dataset(n=300, seed=0) -> ParallelData:
@@ -24,25 +25,31 @@ def test_token_budget_and_every_pair_once():
         longest = int(torch.maximum(data.src.lengths[b], data.tgt.lengths[b]).max()) + 1
         assert longest * len(b) <= 128
     # bucketed: a batch holds similar lengths
-    spread = [int(data.src.lengths[b].max() - data.src.lengths[b].min()) for b in batches
-              if len(b) > 3]
+    spread = [
+        int(data.src.lengths[b].max() - data.src.lengths[b].min()) for b in batches if len(b) > 3
+    ]
     assert sum(spread) / len(spread) < 20
-    capped = make_batches(data.src.lengths, data.tgt.lengths, max_tokens=10_000,
-                          max_sentences=7, seed=3)
+    capped = make_batches(
+        data.src.lengths, data.tgt.lengths, max_tokens=10_000, max_sentences=7, seed=3
+    )
     assert max(len(b) for b in capped) == 7
 
 
 def test_order_is_seeded_and_changes_between_epochs():
     d = dataset()
-    one = lambda seed, epoch: [b.tolist() for b in make_batches(  # noqa: E731
-        d.src.lengths, d.tgt.lengths, 128, seed=seed, epoch=epoch)]
+    one = lambda seed, epoch: [
+        b.tolist() for b in make_batches(d.src.lengths, d.tgt.lengths, 128, seed=seed, epoch=epoch)
+    ]
     assert one(1, 1) == one(1, 1)
     assert one(1, 1) != one(1, 2) and one(1, 1) != one(2, 1)
 
 
 def test_collate_adds_bos_and_eos():
-    d = ParallelData(TokenArray.from_lists([[5, 6, 7], [8]]), TokenArray.from_lists([[9], [10, 11]]),
-                     FilterStats())
+    d = ParallelData(
+        TokenArray.from_lists([[5, 6, 7], [8]]),
+        TokenArray.from_lists([[9], [10, 11]]),
+        FilterStats(),
+    )
     b = collate(d, torch.tensor([0, 1]))
     assert b.src.tolist() == [[5, 6, 7, EOS], [8, EOS, PAD, PAD]]
     assert b.tgt_in.tolist() == [[BOS, 9, PAD], [BOS, 10, 11]]
@@ -65,20 +72,20 @@ def test_the_stream_resumes_at_its_position():
     d = dataset()
     a = BatchStream(d, 128, seed=2)
     n = len(a.batches(1))
-    first = [next(a).ids.tolist() for _ in range(n + 10)]   # crosses an epoch boundary
+    first = [next(a).ids.tolist() for _ in range(n + 10)]  # crosses an epoch boundary
     assert a.epoch == 2 and first[n] != first[0]
     b = BatchStream(d, 128, seed=2)
     for _ in range(n - 5):
         next(b)
     c = BatchStream(d, 128, seed=2)
     c.load_state_dict(b.state_dict())
-    assert [next(c).ids.tolist() for _ in range(15)] == first[n - 5:]
+    assert [next(c).ids.tolist() for _ in range(15)] == first[n - 5 :]
 
 
 def test_a_pair_over_the_budget_is_an_error_in_training_and_alone_in_validation():
     import pytest
 
-    from runtime.errors import DataError
+    from adl.runtime.errors import DataError
 
     src, tgt = torch.tensor([3, 40, 4]), torch.tensor([3, 5, 4])
     with pytest.raises(DataError, match="needs 41 tokens but a batch holds train.max_tokens=16"):

@@ -1,25 +1,36 @@
 """Beam search: beam 1 is greedy, the cache changes nothing, n-best is ordered, the
 length penalties and limits hold, and every architecture family decodes incrementally
 exactly as with full recomputation."""
+
 import math
 
 import pytest
 import torch
+from runtime_helpers import DEC, ENC
 
 import adl
-from runtime.search import FullRecompute, Hypothesis, beam, greedy, length_penalty, pad_batch
-from runtime.tokenizer import BOS, EOS, PAD
-from runtime_helpers import DEC, ENC
+from adl.runtime.search import FullRecompute, Hypothesis, beam, greedy, length_penalty, pad_batch
+from adl.runtime.tokenizer import BOS, EOS, PAD
 
 FAMILIES = {
     "transformer": (ENC, DEC),
-    "rnn": ("dropout -> birnn -> repeat(2, res_d(rnn))",
-            "dropout -> repeat(2, res_d(rnn)) -> concat(id, mlp_att) -> ff"),
-    "cnn": ("pos -> repeat(2, res_d(cnn(glu)))", "pos -> repeat(2, res_d(cnn(k=3)) -> res_d(dot_src_att))"),
-    "gaussian": ("pos -> repeat(2, res_nd(gauss_att(l, r)) -> res_nd(ffl)) -> norm",
-                 "pos -> repeat(2, res_nd(gauss_att(l, c, window=3)) -> res_nd(gauss_src_att(l, c, r)) "
-                 "-> res_nd(mh_dot_src_att)) -> norm"),
-    "hard retrieval": (ENC, "pos -> repeat(2, res_nd(hard_self_att) -> res_nd(hard_src_att) -> res_nd(ffl)) -> norm"),
+    "rnn": (
+        "dropout -> birnn -> repeat(2, res_d(rnn))",
+        "dropout -> repeat(2, res_d(rnn)) -> concat(id, mlp_att) -> ff",
+    ),
+    "cnn": (
+        "pos -> repeat(2, res_d(cnn(glu)))",
+        "pos -> repeat(2, res_d(cnn(k=3)) -> res_d(dot_src_att))",
+    ),
+    "gaussian": (
+        "pos -> repeat(2, res_nd(gauss_att(l, r)) -> res_nd(ffl)) -> norm",
+        "pos -> repeat(2, res_nd(gauss_att(l, c, window=3)) -> res_nd(gauss_src_att(l, c, r)) "
+        "-> res_nd(mh_dot_src_att)) -> norm",
+    ),
+    "hard retrieval": (
+        ENC,
+        "pos -> repeat(2, res_nd(hard_self_att) -> res_nd(hard_src_att) -> res_nd(ffl)) -> norm",
+    ),
     "fixed patterns": ("pos -> repeat(2, res_nd(fixed_self_att) -> res_nd(ffl)) -> norm", DEC),
     "joint": ("pos -> repeat(2, res_nd(mh_dot_self_att(window=3)) -> res_nd(ffl)) -> norm", None),
 }
@@ -29,16 +40,27 @@ def build(family, seed=0, vocab=30):
     torch.manual_seed(seed)
     enc, dec = FAMILIES[family]
     if dec is None:
-        return adl.build(joint=enc, src_vocab=vocab, tgt_vocab=vocab, d_model=32, heads=4,
-                         dropout=0.0).eval()
-    return adl.build(enc, dec, src_vocab=vocab, tgt_vocab=vocab, d_model=32, heads=4,
-                     dropout=0.0, length_ratio=1.0).eval()
+        return adl.build(
+            joint=enc, src_vocab=vocab, tgt_vocab=vocab, d_model=32, heads=4, dropout=0.0
+        ).eval()
+    return adl.build(
+        enc,
+        dec,
+        src_vocab=vocab,
+        tgt_vocab=vocab,
+        d_model=32,
+        heads=4,
+        dropout=0.0,
+        length_ratio=1.0,
+    ).eval()
 
 
 def sources(n=5, seed=1, vocab=30):
     g = torch.Generator().manual_seed(seed)
-    seqs = [torch.randint(4, vocab, (int(length),), generator=g).tolist()
-            for length in torch.randint(1, 9, (n,), generator=g)]
+    seqs = [
+        torch.randint(4, vocab, (int(length),), generator=g).tolist()
+        for length in torch.randint(1, 9, (n,), generator=g)
+    ]
     return pad_batch(seqs)
 
 
@@ -57,7 +79,9 @@ def test_incremental_decoding_equals_full_recompute(family):
     assert greedy(model, src, words, 12) == greedy(FullRecompute(model), src, words, 12)
     cached = beam(model, src, 3, words, 12, nbest=3)
     full = beam(FullRecompute(model), src, 3, words, 12, nbest=3)
-    assert [[h.tokens for h in hyps] for hyps in cached] == [[h.tokens for h in hyps] for hyps in full]
+    assert [[h.tokens for h in hyps] for hyps in cached] == [
+        [h.tokens for h in hyps] for hyps in full
+    ]
     for a, b in zip(cached, full):
         for x, y in zip(a, b):
             assert x.score == pytest.approx(y.score, abs=1e-4)
@@ -87,7 +111,9 @@ def test_scores_are_the_model_log_probabilities_and_nbest_is_ordered():
         real = src[row][src[row] != PAD]
         for h in hyps:
             assert h.score == pytest.approx(sequence_logprob(model, real, h.tokens), abs=1e-4)
-            assert h.normalized == pytest.approx(h.score / length_penalty(len(h.tokens) + 1, "gnmt", 0.6))
+            assert h.normalized == pytest.approx(
+                h.score / length_penalty(len(h.tokens) + 1, "gnmt", 0.6)
+            )
             assert len(h.tokens) <= 8 and EOS not in h.tokens and BOS not in h.tokens
         assert [h.normalized for h in hyps] == sorted((h.normalized for h in hyps), reverse=True)
         assert len({tuple(h.tokens) for h in hyps}) == len(hyps)
@@ -119,7 +145,9 @@ def test_beam_finds_at_least_the_greedy_score_on_a_trained_model():
         seqs = torch.randint(4, 16, (32, 6), generator=g)
         src = torch.cat([seqs, torch.full((32, 1), EOS)], 1)
         tgt = torch.cat([torch.full((32, 1), BOS), seqs, torch.full((32, 1), EOS)], 1)
-        loss = torch.nn.functional.cross_entropy(model(src, tgt[:, :-1]).flatten(0, 1), tgt[:, 1:].flatten())
+        loss = torch.nn.functional.cross_entropy(
+            model(src, tgt[:, :-1]).flatten(0, 1), tgt[:, 1:].flatten()
+        )
         opt.zero_grad()
         loss.backward()
         opt.step()

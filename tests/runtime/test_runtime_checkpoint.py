@@ -1,17 +1,19 @@
 """Checkpoints: the run layout, atomic writes, refusing pickled code, keep-last-N, averaging,
 loading for inference."""
+
 import json
 import os
+import pickle
 
 import pytest
 import torch
-
-import runtime
 from conftest import run_cli
-from runtime import checkpoint as ckpt
-from runtime.errors import CheckpointError
-from runtime.rundir import RunDir
 from runtime_helpers import model_files, reverse_task
+
+from adl import runtime
+from adl.runtime import checkpoint as ckpt
+from adl.runtime.errors import CheckpointError
+from adl.runtime.rundir import RunDir
 
 
 @pytest.fixture(scope="module")
@@ -19,11 +21,20 @@ def run(tmp_path_factory):
     """A tiny run of 8 updates with a validation (and a checkpoint) every 2."""
     tmp = tmp_path_factory.mktemp("ckpt")
     paths = reverse_task(tmp / "data", train=200, valid=20)
-    config = runtime.configure(model_files(tmp), preset="tiny",
-                               train=(paths["train"] + ".src", paths["train"] + ".tgt"),
-                               valid=(paths["valid"] + ".src", paths["valid"] + ".tgt"),
-                               sets=["d_model=32", "max_tokens=256", "max_steps=8",
-                                     "valid_every=2", "keep_last=3", "log_every=4"])
+    config = runtime.configure(
+        model_files(tmp),
+        preset="tiny",
+        train=(paths["train"] + ".src", paths["train"] + ".tgt"),
+        valid=(paths["valid"] + ".src", paths["valid"] + ".tgt"),
+        sets=[
+            "d_model=32",
+            "max_tokens=256",
+            "max_steps=8",
+            "valid_every=2",
+            "keep_last=3",
+            "log_every=4",
+        ],
+    )
     summary = runtime.train(config, tmp / "run")
     assert summary.step == 8 and summary.reason == "max_steps"
     return RunDir(tmp / "run")
@@ -32,7 +43,7 @@ def run(tmp_path_factory):
 def test_the_run_directory_layout(run):
     assert run.config.is_file() and run.log.is_file() and run.metrics.is_file()
     assert (run.tokenizer / "joint.model").is_file()
-    assert sorted(run.step_files()) == [4, 6, 8]                     # keep_last=3
+    assert sorted(run.step_files()) == [4, 6, 8]  # keep_last=3
     assert run.last.is_file() and run.best.is_file()
     assert os.path.samefile(run.last, run.step_file(8))
     records = [json.loads(l) for l in run.metrics.read_text().splitlines()]
@@ -48,10 +59,11 @@ def test_the_run_directory_layout(run):
 
 
 def test_a_checkpoint_holds_only_tensors_and_plain_data(run):
-    state = ckpt.load(run.last)           # weights_only=True inside
+    state = ckpt.load(run.last)  # weights_only=True inside
     assert state["format"] == ckpt.FORMAT and state["step"] == 8
-    assert {"spec", "model", "optimizer", "schedule", "data", "rng", "tokenizer",
-            "config"} <= set(state)
+    assert {"spec", "model", "optimizer", "schedule", "data", "rng", "tokenizer", "config"} <= set(
+        state
+    )
 
 
 def test_a_planted_pickled_callable_is_refused(run, tmp_path):
@@ -70,7 +82,7 @@ def test_a_planted_pickled_callable_is_refused(run, tmp_path):
     assert "refused: the file carries a pickled Python object (posix.system)" in str(err.value)
     with pytest.raises(CheckpointError):
         runtime.load_for_inference(planted)
-    assert not marker.exists()                                  # nothing was run
+    assert not marker.exists()  # nothing was run
     # a run whose last.pt was replaced: --resume refuses it with one message
     other = tmp_path / "run"
     (other / "checkpoints").mkdir(parents=True)
@@ -94,10 +106,10 @@ def test_garbage_is_not_a_checkpoint(tmp_path):
 def test_an_interrupted_write_leaves_the_old_file(tmp_path):
     target = tmp_path / "last.pt"
     ckpt.save({"format": ckpt.FORMAT, "step": 1}, target)
-    with pytest.raises(Exception):
+    with pytest.raises((AttributeError, TypeError, pickle.PicklingError)):
         ckpt.save({"format": ckpt.FORMAT, "step": 2, "bad": lambda: 0}, target)
     assert ckpt.load(target)["step"] == 1
-    assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]       # no temporary left
+    assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]  # no temporary left
 
 
 def test_prune_keeps_the_last_n_and_the_protected(tmp_path):
@@ -109,8 +121,9 @@ def test_prune_keeps_the_last_n_and_the_protected(tmp_path):
 
 
 def test_average_of_the_last_n(run, tmp_path):
-    code, out, err = run_cli("average", str(run.root), "--last", "2", "--out",
-                             str(tmp_path / "avg.pt"))
+    code, out, err = run_cli(
+        "average", str(run.root), "--last", "2", "--out", str(tmp_path / "avg.pt")
+    )
     assert code == 0, err
     assert out.strip() == f"averaged steps 6, 8 -> {tmp_path / 'avg.pt'}"
     avg = ckpt.load(tmp_path / "avg.pt")["model"]
@@ -133,7 +146,7 @@ def test_average_of_the_best_n_and_loading_it(run):
 
 
 def test_load_for_inference_from_a_run_and_a_file(run):
-    model, tok = runtime.load_for_inference(run.root)                 # best
+    model, tok = runtime.load_for_inference(run.root)  # best
     state = ckpt.load(run.best)
     for name, tensor in model.state_dict().items():
         assert torch.equal(tensor, state["model"][name])

@@ -1,15 +1,16 @@
 """Configuration: typed defaults, the presets of the papers, --set overrides, did-you-mean."""
+
 import dataclasses
 import os
 
 import pytest
 import yaml
-
 from conftest import run_cli
-from runtime import config as cfg
-from runtime.config import load_config
-from runtime.configure import configure
-from runtime.errors import ConfigError
+
+from adl.runtime import config as cfg
+from adl.runtime.config import load_config
+from adl.runtime.configure import configure
+from adl.runtime.errors import ConfigError
 
 
 def test_every_default_has_a_comment():
@@ -21,41 +22,62 @@ def test_every_default_has_a_comment():
 
 
 def test_presets_carry_the_papers_settings():
-    assert {"tiny", "iwslt_small", "domhan2018", "transformer_base",
-            "local_joint_iwslt"} <= set(cfg.presets())
-    you = load_config("iwslt_small").validate()
-    assert (you.model.d_model, you.model.heads, you.model.vars) == (288, 4,
-                                                                    {"FF": 507, "LAYERS": 5})
-    assert (you.optim.lr, you.schedule.kind) == (3e-4, "linear")
-    domhan = load_config("domhan2018").validate()
-    assert (domhan.optim.optimizer, domhan.optim.lr) == ("adam", 2e-4)
+    names = {"tiny", "you2020_iwslt", "you2020_wmt", "domhan2018_iwslt", "domhan2018_wmt"}
+    assert names | {"transformer_base", "local_joint_iwslt", "xu2020_base"} <= set(cfg.presets())
+    you = load_config("you2020_iwslt").validate()
+    assert (you.model.d_model, you.model.heads, you.model.vars) == (
+        288,
+        4,
+        {"ff": 507, "layers": 5},
+    )
+    assert (you.optim.lr, you.schedule.kind, you.optim.label_smoothing) == (3e-4, "linear", 0.0)
+    domhan = load_config("domhan2018_iwslt")
+    domhan.data.valid_src = "valid.src"  # it stops by validation patience
+    domhan.validate()
+    assert (domhan.optim.optimizer, domhan.optim.lr, domhan.optim.clip_norm) == ("adam", 2e-4, 0.0)
     assert (domhan.schedule.kind, domhan.schedule.factor, domhan.schedule.patience) == (
-        "plateau", 0.7, 8)
-    assert domhan.optim.label_smoothing == 0.1 and domhan.train.valid_every == 1000
+        "plateau",
+        0.7,
+        8,
+    )
+    assert (domhan.model.d_model, domhan.train.max_tokens, domhan.train.keep_best) == (256, 8192, 8)
+    assert load_config("domhan2018_wmt").model.vars == {"ff": 4096}
     base = load_config("transformer_base").validate()
     assert (base.schedule.kind, base.schedule.warmup) == ("inverse_sqrt", 4000)
     joint = load_config("local_joint_iwslt").validate()
-    assert (joint.model.d_model, joint.model.heads, joint.model.vars["FF"]) == (256, 4, 1024)
-    assert (joint.schedule.warmup, joint.optim.lr, joint.train.max_steps) == (10000, 1e-3, 85000)
+    assert (joint.model.d_model, joint.model.heads, joint.model.vars) == (256, 4, {})
+    assert (joint.schedule.warmup, joint.optim.lr, joint.train.max_steps) == (4000, 7e-4, 85000)
 
 
 def test_set_overrides_with_types_and_bare_names():
-    c = load_config("tiny", ["optim.lr=1e-3", "max_steps=50", "betas=[0.9, 0.98]",
-                             "model.vars.FF=1024", "data.valid_src=null", "bleu=false"])
+    c = load_config(
+        "tiny",
+        [
+            "optim.lr=1e-3",
+            "max_steps=50",
+            "betas=[0.9, 0.98]",
+            "model.vars.FF=1024",
+            "data.valid_src=null",
+            "bleu=false",
+        ],
+    )
     assert c.optim.lr == 1e-3 and isinstance(c.optim.lr, float)
     assert c.train.max_steps == 50 and c.optim.betas == [0.9, 0.98]
     assert c.model.vars["FF"] == 1024 and c.train.bleu is False
-    assert load_config(None, ["lr=1"]).optim.lr == 1.0   # an int is a valid float
+    assert load_config(None, ["lr=1"]).optim.lr == 1.0  # an int is a valid float
 
 
-@pytest.mark.parametrize("item, message", [
-    ("optim.lrr=1", "unknown setting 'optim.lrr' (did you mean 'optim.lr'?)"),
-    ("max_step=5", "did you mean 'max_steps'?"),
-    ("train.max_steps=many", "train.max_steps takes an integer, not 'many'"),
-    ("bf16=3", "train.bf16 takes true or false"),
-    ("patience=1", "'patience' is ambiguous: say schedule.patience or train.patience"),
-    ("novalue", "--set takes key=value"),
-])
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("optim.lrr=1", "unknown setting 'optim.lrr' (did you mean 'optim.lr'?)"),
+        ("max_step=5", "did you mean 'max_steps'?"),
+        ("train.max_steps=many", "train.max_steps takes an integer, not 'many'"),
+        ("bf16=3", "train.bf16 takes true or false"),
+        ("patience=1", "'patience' is ambiguous: say schedule.patience or train.patience"),
+        ("novalue", "--set takes key=value"),
+    ],
+)
 def test_bad_overrides_say_what_is_wrong(item, message):
     with pytest.raises(ConfigError) as err:
         load_config(None, [item])
@@ -104,19 +126,31 @@ def test_resume_keeps_the_model_and_data(tmp_path):
 def test_cli_reports_a_bad_setting_in_one_line(tmp_path):
     (tmp_path / "m.enc.adl").write_text("pos")
     (tmp_path / "m.dec.adl").write_text("pos -> mh_dot_src_att")
-    code, out, err = run_cli("train", str(tmp_path / "m.enc.adl"), str(tmp_path / "m.dec.adl"),
-                             "--train", str(tmp_path / "x"), "--langs", "en", "de",
-                             "--set", "optim.lrate=1", "--out", str(tmp_path / "run"))
+    code, out, err = run_cli(
+        "train",
+        str(tmp_path / "m.enc.adl"),
+        str(tmp_path / "m.dec.adl"),
+        "--train",
+        str(tmp_path / "x"),
+        "--langs",
+        "en",
+        "de",
+        "--set",
+        "optim.lrate=1",
+        "--out",
+        str(tmp_path / "run"),
+    )
     assert code == 1
-    assert err.strip() == ("adl train: error: unknown setting 'optim.lrate' "
-                           "(did you mean 'optim.lr'?)")
+    assert err.strip() == (
+        "adl train: error: unknown setting 'optim.lrate' (did you mean 'optim.lr'?)"
+    )
 
 
 def test_cli_usage_errors_exit_2(tmp_path):
-    assert run_cli("train")[0] == 2                                  # no model
-    assert run_cli("train", "--resume")[0] == 2                      # no --out
-    assert run_cli("train", "a.adl", "b.adl", "c.adl")[0] == 2       # three files
-    assert run_cli("average", str(tmp_path))[0] == 2                 # --last or --best
+    assert run_cli("train")[0] == 2  # no model
+    assert run_cli("train", "--resume")[0] == 2  # no --out
+    assert run_cli("train", "a.adl", "b.adl", "c.adl")[0] == 2  # three files
+    assert run_cli("average", str(tmp_path))[0] == 2  # --last or --best
 
 
 def test_the_wheel_ships_the_presets(tmp_path):
@@ -126,9 +160,24 @@ def test_the_wheel_ships_the_presets(tmp_path):
 
     from conftest import ROOT
 
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                        "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     names = zipfile.ZipFile(next(tmp_path.glob("adl-*.whl"))).namelist()
-    assert {f"runtime/presets/{p}.yaml" for p in cfg.presets()} <= set(names)
-    assert "runtime/worker.py" in names and "adl/cli/train.py" in names
+    assert {f"adl/runtime/presets/{p}.yaml" for p in cfg.presets()} <= set(names)
+    assert "adl/runtime/worker.py" in names and "adl/cli/train.py" in names
+    # one installed package: no top-level `runtime` module beside `adl`
+    assert {n.split("/")[0] for n in names if not n.startswith("adl-")} == {"adl"}

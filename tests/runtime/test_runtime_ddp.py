@@ -1,19 +1,22 @@
 """DDP on CPU: 2 processes (gloo) launched by torchrun hold identical weights after several
 updates, split the data between them, and only rank 0 writes to the run directory."""
+
 import json
 import subprocess
 import sys
 
 from conftest import run_cli
-from runtime import checkpoint as ckpt
 from runtime_helpers import QUICK, data_args, env, model_files, reverse_task
+
+from adl.runtime import checkpoint as ckpt
 
 # Each rank trains through the runtime API, records the examples it trained on and every
 # write it makes under the run directory (through an audit hook, which sees the writes of
 # open(), os.open, rename/replace, mkdir, remove, link), then reports.
-WORKER = r'''
+WORKER = r"""
 import hashlib, json, os, sys
-import torch, runtime
+import torch
+from adl import runtime
 
 out, report, args = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 root = os.path.abspath(out)
@@ -50,7 +53,7 @@ rank = int(os.environ["RANK"])
 with open(f"{report}/rank{rank}.json", "w") as f:
     json.dump({"rank": rank, "world": trainer.dist.world, "steps": summary.step,
                "seen": seen, "digest": digest, "writes": writes}, f)
-'''
+"""
 
 
 def test_two_gloo_processes_agree_split_the_data_and_only_rank_0_writes(tmp_path):
@@ -59,15 +62,38 @@ def test_two_gloo_processes_agree_split_the_data_and_only_rank_0_writes(tmp_path
     script.write_text(WORKER)
     report = tmp_path / "report"
     report.mkdir()
-    args = {"files": model_files(tmp_path),
-            "train": [paths["train"] + ".src", paths["train"] + ".tgt"],
-            "valid": [paths["valid"] + ".src", paths["valid"] + ".tgt"],
-            "sets": ["d_model=32", "max_tokens=128", "max_steps=0", "max_epochs=1",
-                     "valid_every=4", "log_every=2", "model.dropout=0.1", "threads=1"]}
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                        "--nproc_per_node=2", str(script), str(tmp_path / "run"), str(report),
-                        json.dumps(args)], env=env(), capture_output=True, text=True,
-                       timeout=300)
+    args = {
+        "files": model_files(tmp_path),
+        "train": [paths["train"] + ".src", paths["train"] + ".tgt"],
+        "valid": [paths["valid"] + ".src", paths["valid"] + ".tgt"],
+        "sets": [
+            "d_model=32",
+            "max_tokens=128",
+            "max_steps=0",
+            "max_epochs=1",
+            "valid_every=4",
+            "log_every=2",
+            "model.dropout=0.1",
+            "threads=1",
+        ],
+    }
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            str(script),
+            str(tmp_path / "run"),
+            str(report),
+            json.dumps(args),
+        ],
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     ranks = [json.loads((report / f"rank{i}.json").read_text()) for i in (0, 1)]
     assert [x["world"] for x in ranks] == [2, 2]
@@ -93,16 +119,35 @@ def test_two_gloo_processes_agree_split_the_data_and_only_rank_0_writes(tmp_path
 def test_adl_train_nproc_launches_torchrun(tmp_path):
     paths = reverse_task(tmp_path / "data", train=100, valid=5)
     out = tmp_path / "run"
-    r = subprocess.run([sys.executable, "-c", "import sys; from adl.cli import main; "
-                        "sys.exit(main(sys.argv[1:]))", "train", *model_files(tmp_path),
-                        *data_args(paths), *QUICK, "--set", "max_steps=4",
-                        "--set", "valid_every=2", "--nproc", "2", "--out", str(out)],
-                       env=env(), capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from adl.cli import main; sys.exit(main(sys.argv[1:]))",
+            "train",
+            *model_files(tmp_path),
+            *data_args(paths),
+            *QUICK,
+            "--set",
+            "max_steps=4",
+            "--set",
+            "valid_every=2",
+            "--nproc",
+            "2",
+            "--out",
+            str(out),
+        ],
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.count(f"{out}: 4 steps") == 1            # one summary line, from rank 0
+    assert r.stdout.count(f"{out}: 4 steps") == 1  # one summary line, from rank 0
     assert len(ckpt.load(out / "checkpoints" / "last.pt")["rng"]) == 2
     # and it resumes in 2 processes (or says why not)
-    code, _, err = run_cli("train", "--resume", "--out", str(out), "--set", "max_steps=6",
-                           "--nproc", "2")
+    code, _, err = run_cli(
+        "train", "--resume", "--out", str(out), "--set", "max_steps=6", "--nproc", "2"
+    )
     assert code == 0, err
     assert ckpt.load(out / "checkpoints" / "last.pt")["step"] == 6

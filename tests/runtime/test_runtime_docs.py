@@ -1,5 +1,6 @@
 """docs/runtime.md stays true: its quick start runs as written; every preset, setting and
 run-directory entry it names exists."""
+
 import os
 import re
 import subprocess
@@ -7,11 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
-from runtime import config as cfg
-from runtime.rundir import RunDir
 from runtime_helpers import env
+
+from adl.runtime import config as cfg
+from adl.runtime.rundir import RunDir
 
 DOC = (ROOT / "docs" / "runtime.md").read_text(encoding="utf-8")
 
@@ -20,9 +21,15 @@ DOC = (ROOT / "docs" / "runtime.md").read_text(encoding="utf-8")
 def test_the_quick_start_runs_as_written(tmp_path):
     script = re.search(r"```sh\n(.*?)```", DOC, re.S).group(1)
     e = env()
-    e["PATH"] = str(Path(sys.executable).parent) + os.pathsep + e["PATH"]   # adl, python3
-    r = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, env=e, capture_output=True,
-                       text=True, timeout=600)
+    e["PATH"] = str(Path(sys.executable).parent) + os.pathsep + e["PATH"]  # adl, python3
+    r = subprocess.run(
+        ["bash", "-e", "-c", script],
+        cwd=tmp_path,
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     promised = re.search(r"The last line prints `(.*?)`", DOC).group(1)
     assert r.stdout.strip().splitlines()[-1] == promised
@@ -36,12 +43,20 @@ def test_the_presets_table_lists_every_preset():
 
 def test_every_setting_named_exists():
     named = set(re.findall(r"`((?:model|data|optim|schedule|train)\.\w+)", DOC))
-    named -= {"train.en", "train.de"}                  # data files in the examples
+    named -= {"train.en", "train.de"}  # data files in the examples
     assert named and named <= set(cfg.keys())
 
 
 def test_the_layout_matches_run_dir():
     run = RunDir(Path("RUN"))
-    for path in (run.config, run.checkpoints / "step-NNNNNNN.pt", run.last, run.best,
-                 run.average, run.metrics, run.log, run.tokenizer / "joint.model"):
+    for path in (
+        run.config,
+        run.checkpoints / "step-NNNNNNN.pt",
+        run.last,
+        run.best,
+        run.average,
+        run.metrics,
+        run.log,
+        run.tokenizer / "joint.model",
+    ):
         assert f"{path}" in DOC, path

@@ -1,5 +1,6 @@
 """Faults: a non-finite loss skips the update and is counted; K in a row stop the run with
 the last good checkpoint intact; Ctrl-C writes a checkpoint and exits cleanly."""
+
 import hashlib
 import json
 import signal
@@ -8,20 +9,23 @@ import time
 
 import pytest
 import torch
-
-import runtime
-from runtime import checkpoint as ckpt
-from runtime.errors import TrainingStopped
-from runtime.rundir import RunDir
 from runtime_helpers import QUICK, adl_command, data_args, env, model_files, reverse_task
+
+from adl import runtime
+from adl.runtime import checkpoint as ckpt
+from adl.runtime.errors import TrainingStopped
+from adl.runtime.rundir import RunDir
 
 
 def config(tmp_path, *sets):
     paths = reverse_task(tmp_path / "data", train=200, valid=10)
-    return runtime.configure(model_files(tmp_path), preset="tiny",
-                             train=(paths["train"] + ".src", paths["train"] + ".tgt"),
-                             valid=(paths["valid"] + ".src", paths["valid"] + ".tgt"),
-                             sets=["d_model=32", "max_tokens=256", "log_every=1", *sets])
+    return runtime.configure(
+        model_files(tmp_path),
+        preset="tiny",
+        train=(paths["train"] + ".src", paths["train"] + ".tgt"),
+        valid=(paths["valid"] + ".src", paths["valid"] + ".tgt"),
+        sets=["d_model=32", "max_tokens=256", "log_every=1", *sets],
+    )
 
 
 def poison(model, calls):
@@ -50,7 +54,7 @@ def test_a_nan_loss_skips_the_update_and_is_counted(tmp_path):
     finally:
         trainer.close()
     assert summary.step == 5 and summary.skipped == 1
-    assert before == {1: 0, 2: 0, 3: 1, 4: 1, 5: 1}    # the 3rd forward pass was skipped
+    assert before == {1: 0, 2: 0, 3: 1, 4: 1, 5: 1}  # the 3rd forward pass was skipped
     records = [json.loads(l) for l in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [r["skipped"] for r in records if r["split"] == "train"] == [0, 0, 1, 1, 1]
     assert "non-finite loss or gradient" in (tmp_path / "run" / "train.log").read_text()
@@ -73,7 +77,8 @@ def test_k_nan_losses_in_a_row_stop_with_the_last_checkpoint_intact(tmp_path):
         trainer.close()
     assert str(err.value).startswith(
         "stopped: 3 updates in a row had a non-finite loss or gradient "
-        f"(train.max_bad_steps=3); the last good checkpoint is {run.last} (step 4)")
+        f"(train.max_bad_steps=3); the last good checkpoint is {run.last} (step 4)"
+    )
     assert hashlib.sha256(run.last.read_bytes()).hexdigest() == digest
     assert sorted(run.step_files()) == [4]
 
@@ -82,10 +87,23 @@ def test_ctrl_c_writes_a_checkpoint_and_exits_cleanly(tmp_path):
     paths = reverse_task(tmp_path / "data", train=300, valid=10)
     run = RunDir(tmp_path / "run")
     child = subprocess.Popen(
-        adl_command("train", *model_files(tmp_path), *data_args(paths), *QUICK,
-                    "--set", "max_steps=100000", "--set", "valid_every=1000",
-                    "--out", str(run.root)),
-        env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        adl_command(
+            "train",
+            *model_files(tmp_path),
+            *data_args(paths),
+            *QUICK,
+            "--set",
+            "max_steps=100000",
+            "--set",
+            "valid_every=1000",
+            "--out",
+            str(run.root),
+        ),
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not (run.metrics.exists() and run.metrics.read_text().count("\n") >= 2):
@@ -101,6 +119,8 @@ def test_ctrl_c_writes_a_checkpoint_and_exits_cleanly(tmp_path):
     assert "Traceback" not in err
     step = ckpt.load(run.last)["step"]
     assert step >= 10
-    assert (f"interrupted at step {step:,}: saved {run.last}; continue with: adl train "
-            f"--resume --out {run.root}") in err
+    assert (
+        f"interrupted at step {step:,}: saved {run.last}; continue with: adl train "
+        f"--resume --out {run.root}"
+    ) in err
     assert sorted(run.step_files()) == [step]

@@ -1,8 +1,9 @@
 """The progress bar (on a terminal only) and the metrics log."""
+
 import io
 import json
 
-from runtime.logs import Metrics, Progress, duration
+from adl.runtime.logs import Metrics, Progress, duration
 
 
 class Terminal(io.StringIO):
@@ -13,12 +14,12 @@ class Terminal(io.StringIO):
 def test_the_progress_bar_shows_speed_loss_rate_and_eta():
     term = Terminal()
     bar = Progress(total=100, stream=term)
-    bar.t0 -= 10.0                          # 10 s for the first 10 updates
+    bar.t0 -= 10.0  # 10 s for the first 10 updates
     bar.update(10, tokens_per_s=12345.6, loss=2.5, lr=3e-4)
     line = term.getvalue()
     assert "[##" in line and "step 10/100" in line and "12,346 tok/s" in line
     assert "loss 2.500" in line and "lr 3.00e-04" in line and "ETA 1:30" in line
-    plain = io.StringIO()                   # not a terminal: nothing drawn
+    plain = io.StringIO()  # not a terminal: nothing drawn
     Progress(total=100, stream=plain).update(10, 1.0, 1.0, 1.0)
     assert plain.getvalue() == ""
 
@@ -32,7 +33,7 @@ def test_metrics_are_json_lines_and_a_resume_forgets_later_ones(tmp_path):
     for step in (1, 2, 3):
         m.write({"split": "train", "step": step, "loss": 1.0 / step})
     with open(tmp_path / "metrics.jsonl", "a") as f:
-        f.write('{"split": "train", "st')     # a line cut by a kill
+        f.write('{"split": "train", "st')  # a line cut by a kill
     m.truncate_after(2)
     lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(l)["step"] for l in lines] == [1, 2]

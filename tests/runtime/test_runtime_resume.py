@@ -1,15 +1,15 @@
 """Exact resume: a run killed with SIGKILL mid-training and resumed reaches bit-identical
 weights (and optimizer state) at step N to a run that was never interrupted."""
+
 import signal
 import subprocess
 import time
 
-
 import torch
-
-from runtime import checkpoint as ckpt
-from runtime.rundir import RunDir
 from runtime_helpers import QUICK, adl_command, data_args, env, model_files, reverse_task, run_adl
+
+from adl.runtime import checkpoint as ckpt
+from adl.runtime.rundir import RunDir
 
 N = 150
 
@@ -26,22 +26,35 @@ def last_reaches(run: RunDir, step: int) -> bool:
 
 def test_sigkill_then_resume_is_bit_identical(tmp_path):
     paths = reverse_task(tmp_path / "data", train=300, valid=10)
-    common = ["train", *model_files(tmp_path), *data_args(paths), *QUICK,
-              "--set", f"max_steps={N}", "--set", "valid_every=10",
-              "--set", "model.dropout=0.1"]      # dropout: the RNG state must resume too
+    common = [
+        "train",
+        *model_files(tmp_path),
+        *data_args(paths),
+        *QUICK,
+        "--set",
+        f"max_steps={N}",
+        "--set",
+        "valid_every=10",
+        "--set",
+        "model.dropout=0.1",
+    ]  # dropout: the RNG state must resume too
     whole = run_adl(*common, "--out", str(tmp_path / "whole"))
     assert whole.returncode == 0, whole.stderr
 
     killed = RunDir(tmp_path / "killed")
-    child = subprocess.Popen(adl_command(*common, "--out", str(killed.root)), env=env(),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        adl_command(*common, "--out", str(killed.root)),
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 120
         while not last_reaches(killed, 20):
             assert child.poll() is None, child.stderr.read().decode()
             assert time.monotonic() < deadline, "no checkpoint at step 20"
             time.sleep(0.01)
-        assert child.poll() is None                  # still training when killed
+        assert child.poll() is None  # still training when killed
         child.send_signal(signal.SIGKILL)
         assert child.wait(timeout=30) == -signal.SIGKILL
     finally:
@@ -66,7 +79,7 @@ def test_sigkill_then_resume_is_bit_identical(tmp_path):
     # the metrics log holds each step once, as if the run had never stopped
     lines = (killed.root / "metrics.jsonl").read_text().splitlines()
     whole_lines = (tmp_path / "whole" / "metrics.jsonl").read_text().splitlines()
-    strip = lambda ls: [l.split('"tokens_per_s"')[0] for l in ls]      # noqa: E731
+    strip = lambda ls: [l.split('"tokens_per_s"')[0] for l in ls]
     assert strip(lines) == strip(whole_lines)
 
 
@@ -77,10 +90,13 @@ def test_the_same_seed_gives_the_same_initial_weights(tmp_path):
 
     files = model_files(tmp_path)
     digests, junk = set(), []
-    for k in range(16):      # builds that differ only in what was allocated before them
+    for k in range(16):  # builds that differ only in what was allocated before them
         junk.append([object() for _ in range(k * 37)])
         torch.manual_seed(1)
         m = adl.build(*files, src_vocab=40, tgt_vocab=40, d_model=32, heads=4)
-        digests.add(hashlib.sha256(b"".join(p.detach().numpy().tobytes()
-                                            for p in m.parameters())).hexdigest())
+        digests.add(
+            hashlib.sha256(
+                b"".join(p.detach().numpy().tobytes() for p in m.parameters())
+            ).hexdigest()
+        )
     assert len(digests) == 1

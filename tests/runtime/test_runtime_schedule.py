@@ -1,12 +1,13 @@
 """Learning-rate schedules and the label-smoothed loss."""
+
 import math
 
 import pytest
 import torch
 
-from runtime.config import ScheduleConfig
-from runtime.loss import token_loss
-from runtime.schedule import Schedule
+from adl.runtime.config import ScheduleConfig
+from adl.runtime.loss import token_loss
+from adl.runtime.schedule import Schedule
 
 
 def test_inverse_sqrt_warms_up_then_decays():
@@ -14,7 +15,7 @@ def test_inverse_sqrt_warms_up_then_decays():
     assert s.lr(1) == pytest.approx(7e-4 / 4000)
     assert s.lr(2000) == pytest.approx(3.5e-4)
     assert s.lr(4000) == pytest.approx(7e-4)
-    assert s.lr(16000) == pytest.approx(3.5e-4)          # sqrt(4000 / 16000) = 1/2
+    assert s.lr(16000) == pytest.approx(3.5e-4)  # sqrt(4000 / 16000) = 1/2
 
 
 def test_linear_decays_to_the_end():
@@ -30,7 +31,7 @@ def test_plateau_decays_by_0_7_after_8_validations_without_improvement():
     decayed = [s.on_validation(10.0 + i) for i in range(1, 9)]
     assert decayed == [False] * 7 + [True]
     assert s.lr(100) == pytest.approx(1.4e-4)
-    assert not s.on_validation(9.0)                     # a new best resets the count
+    assert not s.on_validation(9.0)  # a new best resets the count
     state = s.state_dict()
     t = Schedule(ScheduleConfig(kind="plateau"), lr=2e-4)
     t.load_state_dict(state)
@@ -43,11 +44,12 @@ def test_loss_matches_torch_cross_entropy_with_label_smoothing():
     target = torch.randint(1, 11, (2, 5))
     target[1, 3:] = 0
     sums = token_loss(logits, target, smoothing=0.1)
-    ref = torch.nn.functional.cross_entropy(logits.flatten(0, 1), target.flatten(),
-                                            ignore_index=0, label_smoothing=0.1,
-                                            reduction="sum")
-    nll = torch.nn.functional.cross_entropy(logits.flatten(0, 1), target.flatten(),
-                                            ignore_index=0, reduction="sum")
+    ref = torch.nn.functional.cross_entropy(
+        logits.flatten(0, 1), target.flatten(), ignore_index=0, label_smoothing=0.1, reduction="sum"
+    )
+    nll = torch.nn.functional.cross_entropy(
+        logits.flatten(0, 1), target.flatten(), ignore_index=0, reduction="sum"
+    )
     torch.testing.assert_close(sums.loss, ref)
     torch.testing.assert_close(sums.nll, nll)
     assert sums.tokens == 8

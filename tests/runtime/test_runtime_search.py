@@ -1,16 +1,16 @@
 """Greedy search through the incremental interface agrees with full forward passes."""
+
 import torch
+from runtime_helpers import DEC, ENC
 
 import adl
-from runtime.search import greedy, pad_batch
-from runtime.tokenizer import BOS, EOS, PAD
-from runtime_helpers import DEC, ENC
+from adl.runtime.search import greedy, pad_batch
+from adl.runtime.tokenizer import BOS, EOS, PAD
 
 
 def small_model(seed=0):
     torch.manual_seed(seed)
-    return adl.build(ENC, DEC, src_vocab=30, tgt_vocab=30, d_model=32, heads=4,
-                     dropout=0.0).eval()
+    return adl.build(ENC, DEC, src_vocab=30, tgt_vocab=30, d_model=32, heads=4, dropout=0.0).eval()
 
 
 def reference_greedy(model, src_row, max_len):

@@ -2,15 +2,19 @@
 
 ``adl.check`` returns a :class:`Program`; ``adl.build`` turns its networks into modules.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import Diagnostic
 from ..registry import Hyper, LayerSpec
 from ..source import Source
 from ..syntax import ast
+
+BYTES_PER_PARAMETER = 4  # float32
 
 
 @dataclass
@@ -18,22 +22,23 @@ class Node:
     """One layer in a checked network."""
 
     spec: LayerSpec
-    args: dict[str, Any]            # bound values, defaults filled; chains are CheckedChains
+    args: dict[str, Any]  # bound values, defaults filled; chains are CheckedChains
     call: ast.Call
     d_in: int
     d_out: int
     own_params: int = 0
-    repeat: int = 1                 # copies of the sub-chains (repeat's count)
-    blocks: tuple[str, ...] = ()    # the blocks this layer was expanded from, outermost first
-    given: tuple[str, ...] = ()     # the arguments written out (the rest are defaults)
-    sure: bool = True               # false: sizes are a guess after an error
+    repeat: int = 1  # copies of the sub-chains (repeat's count)
+    own_buffer_bytes: int = 0  # fixed tensors besides the parameters (e.g. a kernel)
+    blocks: tuple[str, ...] = ()  # the blocks this layer was expanded from, outermost first
+    given: tuple[str, ...] = ()  # the arguments written out (the rest are defaults)
+    sure: bool = True  # false: sizes are a guess after an error
 
     @property
     def name(self) -> str:
         return self.spec.name
 
     @property
-    def children(self) -> list["CheckedChain"]:
+    def children(self) -> list[CheckedChain]:
         out = []
         for p in self.spec.params:
             if p.is_chain:
@@ -45,6 +50,21 @@ class Node:
     def params(self) -> int:
         """Parameters of this layer and everything inside it."""
         return self.own_params + self.repeat * sum(c.params for c in self.children)
+
+    @property
+    def bytes(self) -> int:
+        """Memory estimate of this layer and everything inside it: float32 parameters and
+        fixed tensors."""
+        return (
+            BYTES_PER_PARAMETER * self.own_params
+            + self.own_buffer_bytes
+            + self.repeat * sum(c.bytes for c in self.children)
+        )
+
+    @property
+    def layers(self) -> int:
+        """Modules built for this layer and everything inside it (repeat copies counted)."""
+        return 1 + self.repeat * sum(c.layers for c in self.children)
 
     def label(self) -> str:
         """The layer with the arguments written for it, evaluated: ``ff(num_hidden=2048)``."""
@@ -59,8 +79,11 @@ class Node:
 
     def plain_args(self) -> dict[str, Any]:
         """The non-chain arguments (what a module needs besides its sub-chains)."""
-        return {p.name: self.args[p.name] for p in self.spec.params
-                if not p.is_chain and p.name in self.args}
+        return {
+            p.name: self.args[p.name]
+            for p in self.spec.params
+            if not p.is_chain and p.name in self.args
+        }
 
 
 def _value(v: Any) -> str:
@@ -87,6 +110,14 @@ class CheckedChain:
     @property
     def params(self) -> int:
         return sum(n.params for n in self.nodes)
+
+    @property
+    def bytes(self) -> int:
+        return sum(n.bytes for n in self.nodes)
+
+    @property
+    def layers(self) -> int:
+        return sum(n.layers for n in self.nodes)
 
     def walk(self) -> Iterator[tuple[str, int, Node]]:
         """Every node with its position in the tree (``2.1.1``) and its depth."""
@@ -115,7 +146,7 @@ class Network:
     chain: CheckedChain
     hyper: Hyper
     source_d: int
-    name: str = ""                  # the file's name, or the definition it came from
+    name: str = ""  # the file's name, or the definition it came from
 
     @property
     def d_in(self) -> int:
@@ -130,8 +161,32 @@ class Network:
         return self.chain.params
 
     @property
+    def bytes(self) -> int:
+        """Memory estimate: float32 parameters and fixed tensors (embeddings not included)."""
+        return self.chain.bytes
+
+    @property
+    def layers(self) -> int:
+        """Layers built (every repeat copy counted)."""
+        return self.chain.layers
+
+    @property
     def attends_source(self) -> bool:
         return any(n.spec.attends_source for _, _, n in self.chain.walk())
+
+    @property
+    def blocks(self) -> int:
+        """Copies of the network's top-level ``repeat``: the blocks an encoder offers to
+        ``encoder_block=`` (0 without one)."""
+        top = next((n for n in self.chain.nodes if n.spec.name == "repeat"), None)
+        return top.args.get("count", 0) if top is not None else 0  # none: an earlier error
+
+    @property
+    def max_length(self) -> int | None:
+        """The longest sequence the network takes (``learn_pos(max_seq_len=...)``), or None
+        when nothing limits it."""
+        limits = [n.args["max_seq_len"] for n in self.chain.find("learn_pos")]
+        return min(limits) if limits else None
 
 
 @dataclass
@@ -142,6 +197,7 @@ class Program:
     tree: ast.File
     networks: dict[str, Network]
     warnings: list[Diagnostic] = field(default_factory=list)
+    variables_read: frozenset[str] = frozenset()  # every $variable the check evaluated
 
     @property
     def canonical(self) -> str:
@@ -159,8 +215,10 @@ class Program:
     def network(self) -> Network:
         """The only network of a one-role file."""
         if len(self.networks) != 1:
-            raise ValueError(f"{self.source.name} holds {len(self.networks)} networks: "
-                             f"{', '.join(self.networks)}; pick one from .networks")
+            raise ValueError(
+                f"{self.source.name} holds {len(self.networks)} networks: "
+                f"{', '.join(self.networks)}; pick one from .networks"
+            )
         return next(iter(self.networks.values()))
 
     def __getattr__(self, role: str) -> Network:

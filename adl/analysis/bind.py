@@ -4,10 +4,12 @@ Keywords bind by name or alias. Positional arguments bind in signature order; on
 kind does not fit the next parameter skips ahead to the first later parameter that takes
 it, so both spellings work: the paper's ``cnn(glu)`` and Sockeye's ``cnn(256, 3, relu)``.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import did_you_mean
 from ..registry import LayerSpec, ParamSpec
@@ -15,7 +17,6 @@ from ..source import Span
 from ..syntax import ast
 from ..types import TypeMismatch, describe
 from .values import EvalError
-
 
 _FAILED = object()
 
@@ -27,8 +28,9 @@ class Problem:
     hint: str | None = None
 
 
-def bind(spec: LayerSpec, call: ast.Call, evaluate: Callable[[ast.Value], Any],
-         problems: list[Problem]) -> dict[str, Any] | None:
+def bind(
+    spec: LayerSpec, call: ast.Call, evaluate: Callable[[ast.Value], Any], problems: list[Problem]
+) -> dict[str, Any] | None:
     """Converted values by parameter name (without defaults), or ``None`` on any problem."""
     bound: dict[str, Any] = {}
     spans: dict[str, Any] = {}  # a Span, or a list of them for a variadic parameter
@@ -47,35 +49,44 @@ def bind(spec: LayerSpec, call: ast.Call, evaluate: Callable[[ast.Value], Any],
             hint = did_you_mean(arg.key, spec.keyword_names())
             if hint is None:
                 hint = f"'{spec.name}' takes {_takes(spec)}"
-            problems.append(Problem(f"'{spec.name}' has no argument '{arg.key}'", arg.key_span,
-                                    hint))
+            problems.append(
+                Problem(f"'{spec.name}' has no argument '{arg.key}'", arg.key_span, hint)
+            )
             ok = False
             continue
         if param.name in bound:
-            problems.append(Problem(f"argument '{param.name}' of '{spec.name}' is given twice",
-                                    arg.span))
+            problems.append(
+                Problem(f"argument '{param.name}' of '{spec.name}' is given twice", arg.span)
+            )
             ok = False
             continue
         good, value = value_of(arg)
         ok &= good
-        bound[param.name] = value
+        bound[param.name] = value if good else _FAILED  # reported: no second message
         spans[param.name] = arg.value.span
 
     cursor = 0
     params = spec.params
     for index, arg in enumerate(call.positional, 1):
         if cursor >= len(params):
-            problems.append(Problem(
-                f"too many arguments: '{spec.name}' takes {_positional_count(spec)}",
-                arg.span, hint=f"usage: {spec.usage()}"))
+            problems.append(
+                Problem(
+                    f"too many arguments: '{spec.name}' takes {_positional_count(spec)}",
+                    arg.span,
+                    hint=f"usage: {spec.usage()}",
+                )
+            )
             ok = False
             break
         good, value = value_of(arg)
         if not good:
             ok = False
             continue
-        free = [i for i in range(cursor, len(params))
-                if params[i].variadic or params[i].name not in bound]
+        free = [
+            i
+            for i in range(cursor, len(params))
+            if params[i].variadic or params[i].name not in bound
+        ]
         # Skip ahead over optional parameters only: a required one must get this value.
         target = None
         for i in free:
@@ -87,15 +98,24 @@ def bind(spec: LayerSpec, call: ast.Call, evaluate: Callable[[ast.Value], Any],
         if target is None:
             ok = False
             if not free:
-                problems.append(Problem(
-                    f"too many arguments: '{spec.name}' takes {_positional_count(spec)}",
-                    arg.span, hint=f"usage: {spec.usage()}"))
+                problems.append(
+                    Problem(
+                        f"too many arguments: '{spec.name}' takes {_positional_count(spec)}",
+                        arg.span,
+                        hint=f"usage: {spec.usage()}",
+                    )
+                )
                 break
             else:
                 nxt = params[free[0]]
-                problems.append(Problem(
-                    f"argument {index} of '{spec.name}' ({nxt.name}) must be {nxt.type.noun}, "
-                    f"not {describe(value)}", arg.span, hint=f"usage: {spec.usage()}"))
+                problems.append(
+                    Problem(
+                        f"argument {index} of '{spec.name}' ({nxt.name}) must be {nxt.type.noun}, "
+                        f"not {describe(value)}",
+                        arg.span,
+                        hint=f"usage: {spec.usage()}",
+                    )
+                )
                 if not nxt.variadic:  # the slot is taken: later arguments move on
                     bound[nxt.name] = _FAILED
                     cursor = free[0] + 1
@@ -114,8 +134,13 @@ def bind(spec: LayerSpec, call: ast.Call, evaluate: Callable[[ast.Value], Any],
     for param in params:
         if param.name not in bound:
             if param.required:
-                problems.append(Problem(f"'{spec.name}' needs the argument '{param.name}'",
-                                        call.span, hint=f"usage: {spec.usage()}"))
+                problems.append(
+                    Problem(
+                        f"'{spec.name}' needs the argument '{param.name}'",
+                        call.span,
+                        hint=f"usage: {spec.usage()}",
+                    )
+                )
                 ok = False
             continue
         if bound[param.name] is _FAILED:
@@ -134,13 +159,19 @@ def bind(spec: LayerSpec, call: ast.Call, evaluate: Callable[[ast.Value], Any],
     return converted if ok else None
 
 
-def _convert(spec: LayerSpec, param: ParamSpec, value: Any, span: Span,
-             problems: list[Problem]) -> tuple[bool, Any]:
+def _convert(
+    spec: LayerSpec, param: ParamSpec, value: Any, span: Span, problems: list[Problem]
+) -> tuple[bool, Any]:
     try:
         return True, param.type.convert(value)
     except TypeMismatch as exc:
-        problems.append(Problem(f"argument '{param.name}' of '{spec.name}' must be {exc}, "
-                                f"not {describe(value)}", span, exc.hint))
+        problems.append(
+            Problem(
+                f"argument '{param.name}' of '{spec.name}' must be {exc}, not {describe(value)}",
+                span,
+                exc.hint,
+            )
+        )
         return False, None
 
 
