@@ -286,6 +286,8 @@ def filesystem_error(exc: OSError, root: Path) -> RunDirError | None:
     if exc.errno in (errno.EEXIST, errno.ENOTDIR) and root.exists() and not root.is_dir():
         return RunDirError(f"{root}: is a file, not a run directory (choose another --out)")
     where = name or root
+    if where.name.startswith(".") and where.name.endswith(".tmp"):
+        where = where.parent  # a temporary file of an atomic write: name its folder
     hint = " (an immutable directory? lsattr shows the i flag)" if exc.errno == errno.EPERM else ""
     return RunDirError(f"{where}: cannot write the run directory: {exc.strerror}{hint}")
 

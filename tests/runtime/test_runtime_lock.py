@@ -171,3 +171,20 @@ def test_a_second_resume_exits_1_and_leaves_the_first_runs_metrics_alone(tmp_pat
         runtime.configure(resume_from=run.root, sets=[f"max_steps={step}"]), run.root, resume=True
     )  # free for the next one
     assert summary.step == step
+
+
+def test_a_resume_takes_over_a_dead_processs_lock_saying_so(tmp_path):
+    paths = reverse_task(tmp_path / "data", train=50, valid=5)
+    run = RunDir(tmp_path / "run")
+    argv = ["--set", "max_steps=2", "--set", "valid_every=2", "--out", str(run.root)]
+    code, _, err = run_cli("train", *model_files(tmp_path), *data_args(paths), *QUICK, *argv)
+    assert code == 0, err
+    dead = Holder(999_999_999, "elsewhere", "2024-01-02 03:04:05")  # no such process holds it
+    run.lock.write_text(dead.to_text())
+    code, _, err = run_cli("train", "--resume", *argv)
+    assert code == 0, err
+    assert (
+        f"{run.lock}: taking over the lock of a process that is no longer running "
+        "(pid 999999999 on elsewhere since 2024-01-02 03:04:05)"
+    ) in err.splitlines()
+    assert not run.lock.exists()
