@@ -262,7 +262,7 @@ def first_mismatch(model: dict[str, torch.Tensor], weights: dict[str, torch.Tens
     another shape, with both shapes; None when they fit."""
 
     def shape(t: torch.Tensor) -> str:
-        return "(" + ", ".join(str(n) for n in t.shape) + ")"
+        return str(list(t.shape))
 
     for name, tensor in model.items():
         if name not in weights:

@@ -314,6 +314,15 @@ class Trainer:
                 m, self.tokenizers.src_vocab, self.tokenizers.tgt_vocab, self.length_ratio
             )
         else:
+            theirs = Tokenizers.from_state(source["tokenizer"])
+            sizes = (theirs.src_vocab, theirs.tgt_vocab)
+            mine = (self.tokenizers.src_vocab, self.tokenizers.tgt_vocab)
+            if sizes != mine:
+                raise CheckpointError(
+                    f"--init-from {path}: its model has vocabularies of {sizes[0]:,} / "
+                    f"{sizes[1]:,} pieces, the tokenizer of this run {mine[0]:,} / "
+                    f"{mine[1]:,}: reuse its tokenizer (no --new-tokenizer)"
+                )
             try:
                 model = adl.build_from_spec(source.get("spec"))
             except adl.ADLError as exc:
