@@ -15,10 +15,11 @@ from typing import Any
 from .analysis import resolve_memory_limit
 from .analysis.pairs import pair_problems
 from .analysis.program import BYTES_PER_PARAMETER, Network, Program
-from .api import TextOrPath, check, read_source
+from .api import TextOrPath, check
 from .errors import ADLError, Diagnostic, Note, error
 from .limits import MAX_INTEGER, MEMORY_ENV, amount
 from .registry import DECODER, ENCODER, JOINT
+from .roles import roles_in
 from .syntax import ast
 from .syntax.printer import to_text
 
@@ -139,7 +140,7 @@ def check_model(
     options = dict(d_model=d_model, heads=heads, dropout=dropout, vars=vars, max_memory=max_memory)
     enc = check(encoder, role=ENCODER, **options)
     if decoder is None:
-        if DECODER not in _roles(encoder):
+        if DECODER not in roles_in(encoder):
             raise error(f"{enc.source.name} defines no decoder: give the decoder file too")
         decoder = enc.source
     dec = check(decoder, role=DECODER, source_d=enc.network.d_out, **options)
@@ -167,19 +168,6 @@ def check_pair(encoder: Program, decoder: Program) -> None:
                 for node, refusal in problems
             ]
         )
-
-
-def _roles(source: TextOrPath) -> set[str]:
-    """The roles a file holds: its encoder/decoder/joint definitions, or its name's role."""
-    from .analysis import role_from_name
-    from .syntax.parser import parse_source
-
-    src = read_source(source)
-    tree = parse_source(src)
-    roles = {d.name for d in tree.definitions}
-    if tree.network is not None and role_from_name(src.name):
-        roles.add(role_from_name(src.name))
-    return roles
 
 
 def build(
@@ -220,7 +208,7 @@ def build(
     if decode_attention is not None and decode_attention not in DECODE_MODES:
         raise error(f"decode_attention must be 'soft' or 'hard', not {decode_attention!r}")
 
-    if encoder is not None and joint is None and decoder is None and JOINT in _roles(encoder):
+    if encoder is not None and joint is None and decoder is None and JOINT in roles_in(encoder):
         encoder, joint = None, encoder
     if (joint is None) == (encoder is None):
         raise error(

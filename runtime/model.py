@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import adl
+from adl.registry import JOINT
+from adl.roles import roles_in
 
 from .config import ModelConfig
 from .errors import ConfigError
@@ -12,9 +14,7 @@ from .errors import ConfigError
 
 def is_joint(path: str | Path) -> bool:
     """A joint (decoder-only) description: ``*.joint.adl``, or a file defining ``joint =``."""
-    if str(path).endswith(".joint.adl"):
-        return True
-    return adl.parse(Path(path)).definition("joint") is not None
+    return JOINT in roles_in(Path(path))
 
 
 def assign_files(files: list[str]) -> dict[str, str | None]:

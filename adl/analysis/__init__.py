@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 
 from ..errors import ADLError, Diagnostic, error
 from ..limits import MAX_LAYERS, MEMORY_ENV, amount, memory_limit
 from ..registry import DECODER, ENCODER, JOINT, ROLES, Hyper
+from ..roles import role_from_name
 from ..source import Source, Span
 from ..syntax import ast
 from .checker import Checker, Stop
@@ -17,22 +17,7 @@ from .program import CheckedChain, Network, Node, Program
 from .spelling import sockeye_cnn_warnings
 from .variables import recording
 
-__all__ = ["check_tree", "role_from_name", "CheckedChain", "Network", "Node", "Program"]
-
-_SUFFIX = re.compile(r"\.(enc|dec|joint|encoder|decoder)\.adl$")
-_SUFFIX_ROLE = {
-    "enc": ENCODER,
-    "encoder": ENCODER,
-    "dec": DECODER,
-    "decoder": DECODER,
-    "joint": JOINT,
-}
-
-
-def role_from_name(name: str) -> str | None:
-    """``x.enc.adl`` -> encoder, ``x.dec.adl`` -> decoder, ``x.joint.adl`` -> joint."""
-    m = _SUFFIX.search(name)
-    return _SUFFIX_ROLE[m.group(1)] if m else None
+__all__ = ["check_tree", "CheckedChain", "Network", "Node", "Program"]
 
 
 def entries(tree: ast.File, source: Source, role: str | None) -> dict[str, ast.Chain]:

@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 from .. import api
-from ..analysis import role_from_name
 from ..analysis.program import Program
 from ..analysis.variables import unused_variables
 from ..errors import ADLError, Diagnostic
 from ..models import check_pair
 from ..registry import DECODER, ENCODER, ROLES
+from ..roles import role_from_name
 from ..summary import model_rows, model_table, table
 from .common import add_model_options, checked_model_options
 
