@@ -95,6 +95,15 @@ class ADLError(UserError):
         return self.render()
 
 
+def report(exc: Exception, command: str) -> str:
+    """A user error as the ``adl`` command prints it (the one place, for the CLI and the
+    processes ``adl train --nproc`` starts): an :class:`ADLError` as the compiler renders
+    it, any other as one line ``adl COMMAND: error: MESSAGE``."""
+    if isinstance(exc, ADLError):
+        return exc.render()
+    return f"adl {command}: error: {exc}"
+
+
 def error(
     message: str,
     source: Source | None = None,
