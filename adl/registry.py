@@ -6,7 +6,7 @@ line per argument; the decorator gives the names it is spelled with and the role
 appear in. The function body is the dimension rule: called with the layer's input and its
 bound arguments, it returns the output size and the parameter count::
 
-    @layer(aliases=("mh_dot_att",), roles=DECODER_ONLY)
+    @layer(aliases=("mh_dot_att",), attends_source=True)
     def mh_dot_src_att(h: LayerInput, /, heads: Annotated[Count, aka("h")] = HEADS, ...) -> LayerOutput:
         \"\"\"Multi-head dot-product attention over the source (Domhan §2.3).
 
@@ -215,17 +215,30 @@ def _load_layers() -> None:
         _loaded = True
 
 
+# why a layer over the source (attends_source=True) is refused outside a decoder
+SOURCE_WHY = "it attends to the encoder's states, and only a decoder has them"
+
+
 def layer(
     *,
     aliases: Iterable[str] = (),
-    roles: Iterable[str] = ALL_ROLES,
+    roles: Iterable[str] | None = None,
     why: str = "",
     attends_source: bool = False,
 ) -> Callable[[Callable[..., LayerOutput]], Callable[..., LayerOutput]]:
-    """Register a layer rule under its function name (a trailing ``_`` is dropped)."""
+    """Register a layer rule under its function name (a trailing ``_`` is dropped).
+
+    ``roles`` are the networks it may appear in (default: all) and ``why`` says why it is
+    refused in the others. A layer that attends to the encoder's states
+    (``attends_source=True``) is a decoder's: its role and ``why`` follow from that."""
+    if attends_source:
+        if roles is not None and set(roles) != {DECODER}:
+            raise TypeError("a layer that attends to the source belongs to the decoder only")
+        roles, why = (DECODER,), why or SOURCE_WHY
+    allowed = ALL_ROLES if roles is None else frozenset(roles)
 
     def register(fn: Callable[..., LayerOutput]) -> Callable[..., LayerOutput]:
-        REGISTRY.add(spec_of(fn, tuple(aliases), frozenset(roles), why, attends_source))
+        REGISTRY.add(spec_of(fn, tuple(aliases), allowed, why, attends_source))
         return fn
 
     return register
