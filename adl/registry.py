@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from .plugins import RULES_GROUP, NameClash, loading
+from .plugins import load as load_plugins
 from .types import ArgType, ChainType, ModelDefault, arg_type
 
 ENCODER, DECODER, JOINT = "encoder", "decoder", "joint"
@@ -151,6 +153,7 @@ class LayerSpec:
     size_rule: str = ""
     doc: str = ""
     family: str = ""
+    plugin: str = ""  # the plugin that registered it (adl.plugins.describe); "" if built in
 
     def param(self, key: str) -> ParamSpec | None:
         for p in self.params:
@@ -179,9 +182,16 @@ class Registry:
         self._names: dict[str, LayerSpec] = {}
 
     def add(self, spec: LayerSpec) -> None:
-        for name in (spec.name, *spec.aliases):
-            if name in self._names:
-                raise ValueError(f"layer name '{name}' is registered twice")
+        names = (spec.name, *spec.aliases)
+        for name in names:
+            taken = self._names.get(name)
+            if taken is not None:
+                owner = taken.plugin or f"the built-in layers ({taken.family})"
+                raise NameClash(
+                    f"layer name '{name}' is taken: '{taken.name}' of {owner} has it"
+                    + (", choose another name" if spec.plugin else "")
+                )
+        for name in names:
             self._names[name] = spec
         self._specs[spec.name] = spec
 
@@ -208,11 +218,13 @@ _loaded = False
 
 
 def _load_layers() -> None:
+    """The built-in layer families, then the plugins' (entry-point group ``adl.layers``)."""
     global _loaded
     if not _loaded:
         from . import layers  # noqa: F401  (registers every layer family on import)
 
         _loaded = True
+    load_plugins(RULES_GROUP)
 
 
 # why a layer over the source (attends_source=True) is refused outside a decoder
@@ -290,6 +302,7 @@ def spec_of(
         size_rule,
         doc,
         family,
+        loading(),
     )
 
 
