@@ -12,101 +12,86 @@ import importlib.util
 import json
 import os
 import random
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_cli
 
-SWIGLU_RULES = '''
-"""SwiGLU feed-forward block (Shazeer 2020), an ADL layer from a plugin."""
-
-from typing import Annotated
-
-from adl.registry import LayerInput, LayerOutput, layer
-from adl.types import Size, aka
+DOC = ROOT / "docs" / "extending.md"
 
 
-@layer(aliases=("swiglu_ffl",))
-def swiglu(h: LayerInput, /, num_hidden: Annotated[Size | None, aka("d_ff")] = None) -> LayerOutput:
-    """SwiGLU block: ``W_2 (swish(W_1 h_t) ⊗ W_3 h_t)``, no biases.
-
-    Size: unchanged.
-
-    Args:
-        num_hidden: the inner size; derived: 4 × the input size.
-    """
-    inner = num_hidden if num_hidden is not None else 4 * h.d
-    return LayerOutput(h.d, 3 * h.d * inner)
-'''
-
-SWIGLU_MODULES = '''
-"""The module of the swiglu layer."""
-
-import torch.nn.functional as F
-from torch import nn
-
-from adl.nn import Layer, implements
+def doc_blocks(marker: str) -> dict[str, str]:
+    """The code blocks of docs/extending.md that follow ``<!-- MARKER PATH -->``, by PATH."""
+    text = DOC.read_text(encoding="utf-8")
+    return dict(re.findall(rf"<!-- {marker} (\S+) -->\n```\w*\n(.*?)```", text, re.S))
 
 
-@implements("swiglu")
-class SwiGLU(Layer):
-    def __init__(self, d_in, num_hidden):
-        super().__init__()
-        inner = num_hidden if num_hidden is not None else 4 * d_in
-        self.w1 = nn.Linear(d_in, inner, bias=False)
-        self.w3 = nn.Linear(d_in, inner, bias=False)
-        self.w2 = nn.Linear(inner, d_in, bias=False)
+# the plugin of docs/extending.md, as it is printed there
+PLUGIN = doc_blocks("plugin file:")
+SWIGLU = {"rules": PLUGIN["adl_swiglu/rules.py"], "modules": PLUGIN["adl_swiglu/modules.py"]}
+GROUPS = {"adl.layers": "rules", "adl.nn": "modules"}
 
-    def forward(self, x, ctx):
-        return self.w2(F.silu(self.w1(x)) * self.w3(x))
-'''
+
+def test_the_guide_shows_the_code_as_it_is():
+    shown = doc_blocks("from")
+    assert set(shown) == {"adl/layers/basic.py", "adl/nn/basic.py"}
+    for path, code in shown.items():
+        assert code in (ROOT / path).read_text(encoding="utf-8"), path
+    assert set(PLUGIN) == {"pyproject.toml", "adl_swiglu/rules.py", "adl_swiglu/modules.py"}
+
+
+def test_the_guides_refusal_example(tmp_path):
+    (tmp_path / "x.adl").write_text("act(glu)\n")
+    block = re.search(
+        r"\$ (adl compile [^#\n]+?) +# x.adl: act\(glu\)\n(.*?)```", DOC.read_text(), re.S
+    )
+    argv = block.group(1).split()[1:]
+    expected = [line.removeprefix("  ") for line in block.group(2).rstrip().splitlines()]
+    code, out, err = run_cli(*argv[:-1], str(tmp_path / "x.adl"))
+    assert code == 1 and err.replace(str(tmp_path) + "/", "").splitlines() == expected
 
 
 def install(
-    site: Path, name: str, modules: dict[str, str], groups: dict[str, str], pip: bool = False
+    site: Path,
+    name: str,
+    modules: dict[str, str],
+    groups: dict[str, str],
+    pyproject: str | None = None,
 ) -> None:
-    """Install the plugin distribution ``name`` (package ``adl_<name>`` with ``modules``,
+    """Install the plugin distribution ``adl-NAME`` (package ``adl_NAME`` with ``modules``,
     entry points ``groups``: group -> module) into ``site``: with ``pip install --target``
-    when ``pip`` and setuptools is at hand, else as the dist-info pip would write."""
+    when a ``pyproject`` is given and setuptools is at hand, else as the dist-info pip
+    would write (all that entry points are found by)."""
     package = f"adl_{name}"
     src = site.parent / f"src-{name}"
     (src / package).mkdir(parents=True)
     (src / package / "__init__.py").write_text("")
     for module, text in modules.items():
-        (src / package / f"{module}.py").write_text(textwrap.dedent(text))
+        (src / package / f"{module}.py").write_text(text)
     entry_points = "".join(
         f"[{group}]\n{name} = {package}.{module}\n\n" for group, module in groups.items()
     )
-    pyproject = (
-        '[build-system]\nrequires = ["setuptools>=64"]\nbuild-backend = "setuptools.build_meta"\n\n'
-        f'[project]\nname = "adl-{name}"\nversion = "0.1"\n\n'
-        f'[tool.setuptools]\npackages = ["{package}"]\n\n'
-    ) + "".join(
-        f'[project.entry-points."{group}"]\n{name} = "{package}.{module}"\n\n'
-        for group, module in groups.items()
-    )
-    (src / "pyproject.toml").write_text(pyproject)
-    if pip and importlib.util.find_spec("setuptools") is not None:
+    if pyproject is not None and importlib.util.find_spec("setuptools") is not None:
+        (src / "pyproject.toml").write_text(pyproject)
         subprocess.run(
             [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"]
             + ["--no-build-isolation", "--target", str(site), str(src)],
             check=True,
             capture_output=True,
         )
-    else:  # what pip would write: the package and a dist-info with METADATA, entry points
-        import shutil
-
+    else:
         shutil.copytree(src / package, site / package)
         info = site / f"adl_{name}-0.1.dist-info"
         info.mkdir(parents=True)
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: adl-{name}\nVersion: 0.1\n")
         (info / "entry_points.txt").write_text(entry_points)
-    assert (
-        next(site.glob(f"adl_{name}-*.dist-info")) / "entry_points.txt"
-    ).read_text().split() == (entry_points.split())
+    installed = next(site.glob(f"adl_{name}-*.dist-info")) / "entry_points.txt"
+    assert installed.read_text().split() == entry_points.split()
 
 
 def run(site: Path, *argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -121,13 +106,7 @@ def run(site: Path, *argv: str, cwd: Path | None = None) -> subprocess.Completed
 @pytest.fixture(scope="module")
 def swiglu(tmp_path_factory) -> Path:
     site = tmp_path_factory.mktemp("plugin") / "site"
-    install(
-        site,
-        "swiglu",
-        {"rules": SWIGLU_RULES, "modules": SWIGLU_MODULES},
-        {"adl.layers": "rules", "adl.nn": "modules"},
-        pip=True,
-    )
+    install(site, "swiglu", SWIGLU, GROUPS, PLUGIN["pyproject.toml"])
     return site
 
 
@@ -141,7 +120,9 @@ def test_compile_checks_a_file_with_a_plugin_layer(swiglu, tmp_path):
     out = run(swiglu, "compile", "--check", "--d-model", "32", str(enc))
     assert out.returncode == 0, out.stderr
     # 2 × (self-attention 4·(32·32+32) + norm 64 + swiglu 3·32·48 + norm 64) + final norm 64
-    assert f"{2 * (4 * 1056 + 64 + 3 * 32 * 48 + 64) + 64:,} parameters" in out.stdout
+    verdict = f"t.enc.adl: ok (encoder 32 → 32, {2 * (4 * 1056 + 64 + 3 * 32 * 48 + 64) + 64:,} parameters)"
+    assert out.stdout == f"{tmp_path / verdict}\n"
+    assert f"\n{verdict}\n" in DOC.read_text(encoding="utf-8")  # as the guide shows it
     assert (
         "torch"
         not in run(
@@ -278,14 +259,14 @@ BROKEN_PLUGINS = [
         "0.1) cannot be loaded: ModuleNotFoundError: No module named 'adl_no_such_module'",
     ),
     (
-        {"rules": SWIGLU_RULES.replace("def swiglu(", "def ffl(")},
+        {"rules": SWIGLU["rules"].replace("def swiglu(", "def ffl(")},
         {"adl.layers": "rules"},
         "adl compile: error: plugin 'broken = adl_broken.rules' (adl.layers, from adl-broken "
         "0.1): layer name 'ffl' is taken: 'ffl' of the built-in layers (basic) has it, choose "
         "another name",
     ),
     (
-        {"rules": SWIGLU_RULES.replace('aliases=("swiglu_ffl",)', 'aliases=("mh_dot_att",)')},
+        {"rules": SWIGLU["rules"].replace('aliases=("swiglu_ffl",)', 'aliases=("mh_dot_att",)')},
         {"adl.layers": "rules"},
         "adl compile: error: plugin 'broken = adl_broken.rules' (adl.layers, from adl-broken "
         "0.1): layer name 'mh_dot_att' is taken: 'mh_dot_src_att' of the built-in layers "
@@ -317,11 +298,11 @@ except adl.UserError as e:
 
 def test_a_plugin_module_clash_and_a_plugin_layer_without_a_module(tmp_path):
     site = tmp_path / "site"
-    install(site, "nomodule", {"rules": SWIGLU_RULES}, {"adl.layers": "rules"})
+    install(site, "nomodule", {"rules": SWIGLU["rules"]}, {"adl.layers": "rules"})
     install(
         site,
         "clash",
-        {"modules": SWIGLU_MODULES.replace('implements("swiglu")', 'implements("ffl")')},
+        {"modules": SWIGLU["modules"].replace('implements("swiglu")', 'implements("ffl")')},
         {"adl.nn": "modules"},
     )
     enc, dec = tmp_path / "t.enc.adl", tmp_path / "t.dec.adl"
