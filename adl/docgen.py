@@ -125,7 +125,7 @@ def header_parts(path: Path) -> dict[str, str]:
     """A file's header split into what it is (``what``), the source it follows
     (``Follows:``) and its deviations from that source (``Deviations:``); a part the
     header lacks is empty."""
-    parts = {"what": [], "Follows:": [], "Deviations:": []}
+    parts: dict[str, list[str]] = {"what": [], "Follows:": [], "Deviations:": []}
     key = "what"
     for line in _header_lines(path):
         for k in HEADER_KEYS:

@@ -74,16 +74,17 @@ def run(args: argparse.Namespace) -> int:
         paired = encoder if role(path) == DECODER else None
         source_d = paired.networks[ENCODER].d_out if paired is not None else None
         try:
-            results[path] = api.check(Path(path), role=args.role, source_d=source_d, **options)
-            if paired is not None and DECODER in results[path].networks:
-                check_pair(paired, results[path])
+            program = api.check(Path(path), role=args.role, source_d=source_d, **options)
+            if paired is not None and DECODER in program.networks:
+                check_pair(paired, program)
         except ADLError as exc:
             if args.debug:
                 raise
             results[path] = exc
             continue
-        if ENCODER in results[path].networks:
-            encoder = results[path]
+        results[path] = program
+        if ENCODER in program.networks:
+            encoder = program
     failed = []
     for path in args.files:  # report in the order given
         result = results[path]

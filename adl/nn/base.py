@@ -62,6 +62,8 @@ class Layer(nn.Module):
     A layer that attends to the source gets ``source_d`` (the encoder's output size) and
     ``level`` (which encoder state it reads, from its ``encoder_block`` argument)."""
 
+    position: str = ""  # where it is built: "encoder 2[3].1 ffl" (set by the builder)
+
     @classmethod
     def build(cls, node: Node, b: Builder) -> Layer:
         args = b.arguments(node)
@@ -116,7 +118,7 @@ class Builder:
         """The modules of a chain; each knows its position (``2[3].1.1``: layer 1 of layer 1
         of the third copy of layer 2), as ``adl compile --summary`` numbers them."""
         outer = self.path
-        layers = []
+        layers: list[nn.Module] = []
         for i, node in enumerate(chain.nodes, 1):
             self.path = f"{outer}{i}"
             layers.append(self.node(node))
@@ -133,7 +135,7 @@ class Builder:
     def arguments(self, node: Node) -> dict[str, Any]:
         """The layer's arguments with its sub-chains built."""
         out = {}
-        chains = [
+        chains: list[Any] = [
             c
             for p in node.spec.params
             if p.is_chain

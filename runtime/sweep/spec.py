@@ -437,9 +437,9 @@ class _Reader:
         out = []
         scratch = cfgmod.Config()
         for key, v, where in flat:
-            name = canonical_key(key)
-            if name in OWNED or (name or "").startswith("model.vars."):
-                if (name or "").startswith("model.vars."):
+            name = canonical_key(key) or ""
+            if name in OWNED or name.startswith("model.vars."):
+                if name.startswith("model.vars."):
                     self.add(where, f"{what}: set ${name.split('.')[-1]} under vars:")
                 else:
                     self.add(where, f"{what}: {name} is set by the spec's {OWNED[name]}")
@@ -519,8 +519,8 @@ class _Reader:
             return
         self.keys(m, SIGNIFICANCE_KEYS, "significance")
         if "test" in m:
-            spec.test = self.choice(m["test"], m.value_mark("test"), "significance: test", TESTS)
-            spec.test = spec.test or "bs"
+            test = self.choice(m["test"], m.value_mark("test"), "significance: test", TESTS)
+            spec.test = test or "bs"
         spec.samples = 10_000 if spec.test == "ar" else 1_000
         if "samples" in m:
             n = self.integer(m["samples"], m.value_mark("samples"), "significance: samples", 100)
