@@ -2,6 +2,7 @@
 
     python -m adl.docgen docs/language.md            rewrite the generated section
     python -m adl.docgen --check docs/language.md    exit 1 when it is out of date
+    python -m adl.docgen --plugins my_reference.md   with the installed plugins' layers too
 
 Everything comes from the layers' signatures and docstrings (see :mod:`adl.registry`).
 """
@@ -63,11 +64,15 @@ def _roles(spec: LayerSpec) -> str:
     return ", ".join(r for r in ROLES if r in spec.roles)
 
 
-def render() -> str:
+def render(plugins: bool = False) -> str:
+    """The layer reference: the built-in layers, and with ``plugins`` those of the installed
+    plugins too (after them, a section per plugin), so the built-in reference never depends
+    on what else is installed."""
     order = list(_FAMILIES)
     specs = sorted(
-        REGISTRY,
+        (s for s in REGISTRY if plugins or not s.plugin),
         key=lambda s: (
+            s.plugin,
             order.index(s.family) if s.family in order else len(order),
             s.family,
             s.name,
@@ -82,9 +87,10 @@ def render() -> str:
         )
     family = None
     for s in specs:
-        if s.family != family:
-            family = s.family
-            out += ["", f"### {_FAMILIES.get(family, family)}"]
+        if (s.plugin, s.family) != family:
+            family = (s.plugin, s.family)
+            title = f"Layers of {s.plugin}" if s.plugin else _FAMILIES.get(s.family, s.family)
+            out += ["", f"### {title}"]
         out += ["", f"#### `{s.name}`", "", f"`{s.usage()}`", "", s.summary, ""]
         if s.aliases:
             out.append(f"Also spelled: {', '.join(f'`{a}`' for a in s.aliases)}.  ")
@@ -119,7 +125,7 @@ def header_parts(path: Path) -> dict[str, str]:
     """A file's header split into what it is (``what``), the source it follows
     (``Follows:``) and its deviations from that source (``Deviations:``); a part the
     header lacks is empty."""
-    parts = {"what": [], "Follows:": [], "Deviations:": []}
+    parts: dict[str, list[str]] = {"what": [], "Follows:": [], "Deviations:": []}
     key = "what"
     for line in _header_lines(path):
         for k in HEADER_KEYS:
@@ -198,10 +204,10 @@ def splice(document: str, section: str, begin: str = BEGIN, end: str = END) -> s
     return head + section + tail
 
 
-def regenerate(text: str, root: Path) -> str:
+def regenerate(text: str, root: Path, plugins: bool = False) -> str:
     """Every generated section the document has, rendered anew."""
     if BEGIN in text:
-        text = splice(text, render())
+        text = splice(text, render(plugins))
     if LIMITS_BEGIN in text:
         text = splice(text, render_limits(), LIMITS_BEGIN, LIMITS_END)
     if ARCH_BEGIN in text:
@@ -213,9 +219,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m adl.docgen")
     p.add_argument("path", type=Path)
     p.add_argument("--check", action="store_true", help="exit 1 if the file is out of date")
+    p.add_argument(
+        "--plugins",
+        action="store_true",
+        help="list the layers of installed plugins too (never in the project's own docs)",
+    )
     args = p.parse_args(argv)
     text = args.path.read_text(encoding="utf-8")
-    new = regenerate(text, Path(__file__).resolve().parent.parent)
+    new = regenerate(text, Path(__file__).resolve().parent.parent, args.plugins)
     if args.check:
         if new != text:
             print(

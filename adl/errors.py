@@ -95,6 +95,15 @@ class ADLError(UserError):
         return self.render()
 
 
+def report(exc: Exception, command: str) -> str:
+    """A user error as the ``adl`` command prints it (the one place, for the CLI and the
+    processes ``adl train --nproc`` starts): an :class:`ADLError` as the compiler renders
+    it, any other as one line ``adl COMMAND: error: MESSAGE``."""
+    if isinstance(exc, ADLError):
+        return exc.render()
+    return f"adl {command}: error: {exc}"
+
+
 def error(
     message: str,
     source: Source | None = None,
@@ -107,11 +116,31 @@ def error(
     return ADLError(Diagnostic("error", message, source, span, hint, tuple(notes)))
 
 
-def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
-    """``did you mean 'x'?`` for the closest candidate, if one is close enough.
+def did_you_mean(name: str, candidates: Iterable[str], *, ignore_case: bool = False) -> str | None:
+    """``did you mean 'x'?`` for the closest candidate, if one is close enough: the one
+    did-you-mean of the project (ADL names, settings, presets, sweep specs).
 
     difflib finds the close names; among them the fewest edits win, then the same length
-    (a typo more often changes a letter than drops one: ``fft`` -> ``ffl``, not ``ff``)."""
+    (a typo more often changes a letter than drops one: ``fft`` -> ``ffl``, not ``ff``).
+    ``ignore_case`` compares in lower case and suggests the candidate as spelt.
+
+    >>> did_you_mean("fft", ["ff", "ffl", "norm"])
+    "did you mean 'ffl'?"
+    >>> did_you_mean("Baseline", ["baseline"], ignore_case=True)
+    "did you mean 'baseline'?"
+    >>> did_you_mean("xyz", ["ffl"]) is None
+    True
+    """
+    if ignore_case:
+        spelt = {str(c).lower(): str(c) for c in candidates}
+        best = _closest(name.lower(), spelt)
+        return None if best is None else f"did you mean '{spelt[best]}'?"
+    best = _closest(name, candidates)
+    return None if best is None else f"did you mean '{best}'?"
+
+
+def _closest(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate closest to ``name``, or None when none is close enough."""
     close = difflib.get_close_matches(name, sorted(set(candidates)), n=6, cutoff=0.6)
     if not close:
         return None
@@ -124,7 +153,7 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
             c,
         ),
     )
-    return f"did you mean '{best}'?"
+    return best
 
 
 def _edits(a: str, b: str) -> int:

@@ -15,10 +15,11 @@ from typing import Any
 from .analysis import resolve_memory_limit
 from .analysis.pairs import pair_problems
 from .analysis.program import BYTES_PER_PARAMETER, Network, Program
-from .api import TextOrPath, check, read_source
+from .api import TextOrPath, check
 from .errors import ADLError, Diagnostic, Note, error
 from .limits import MAX_INTEGER, MEMORY_ENV, amount
 from .registry import DECODER, ENCODER, JOINT
+from .roles import roles_in
 from .syntax import ast
 from .syntax.printer import to_text
 
@@ -48,9 +49,9 @@ class ModelSpec:
         return d
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ModelSpec:
+    def from_dict(cls, data: object) -> ModelSpec:
         """A spec from its dict (e.g. one stored in a checkpoint), every field's type checked:
-        raises :class:`ADLError` for anything else."""
+        raises :class:`ADLError` for anything else (any object may come in)."""
         if not isinstance(data, Mapping):
             raise error(f"a model description is a mapping, not {type(data).__name__}")
         known = {f for f in cls.__dataclass_fields__}
@@ -136,13 +137,14 @@ def check_model(
     every ``encoder_block=`` of the decoder must name a block the encoder has.
 
     ``decoder`` may be omitted when ``encoder`` is a file that defines both."""
-    options = dict(d_model=d_model, heads=heads, dropout=dropout, vars=vars, max_memory=max_memory)
+    options: dict[str, Any] = dict(
+        d_model=d_model, heads=heads, dropout=dropout, vars=vars, max_memory=max_memory
+    )
     enc = check(encoder, role=ENCODER, **options)
-    if decoder is None:
-        if DECODER not in _roles(encoder):
-            raise error(f"{enc.source.name} defines no decoder: give the decoder file too")
-        decoder = enc.source
-    dec = check(decoder, role=DECODER, source_d=enc.network.d_out, **options)
+    if decoder is None and DECODER not in roles_in(encoder):
+        raise error(f"{enc.source.name} defines no decoder: give the decoder file too")
+    dec_source = enc.source if decoder is None else decoder
+    dec = check(dec_source, role=DECODER, source_d=enc.network.d_out, **options)
     check_pair(enc, dec)
     return enc, dec
 
@@ -167,19 +169,6 @@ def check_pair(encoder: Program, decoder: Program) -> None:
                 for node, refusal in problems
             ]
         )
-
-
-def _roles(source: TextOrPath) -> set[str]:
-    """The roles a file holds: its encoder/decoder/joint definitions, or its name's role."""
-    from .analysis import role_from_name
-    from .syntax.parser import parse_source
-
-    src = read_source(source)
-    tree = parse_source(src)
-    roles = {d.name for d in tree.definitions}
-    if tree.network is not None and role_from_name(src.name):
-        roles.add(role_from_name(src.name))
-    return roles
 
 
 def build(
@@ -220,7 +209,7 @@ def build(
     if decode_attention is not None and decode_attention not in DECODE_MODES:
         raise error(f"decode_attention must be 'soft' or 'hard', not {decode_attention!r}")
 
-    if encoder is not None and joint is None and decoder is None and JOINT in _roles(encoder):
+    if encoder is not None and joint is None and decoder is None and JOINT in roles_in(encoder):
         encoder, joint = None, encoder
     if (joint is None) == (encoder is None):
         raise error(
@@ -244,8 +233,10 @@ def build(
     if share_embeddings and src_vocab != tgt_vocab:
         raise error("share_embeddings needs one vocabulary: src_vocab and tgt_vocab differ")
     limit = resolve_memory_limit(max_memory)
-    options = dict(d_model=d_model, heads=heads, dropout=dropout, vars=vars, max_memory=limit)
-    common = dict(
+    options: dict[str, Any] = dict(
+        d_model=d_model, heads=heads, dropout=dropout, vars=vars, max_memory=limit
+    )
+    common: dict[str, Any] = dict(
         src_vocab=src_vocab,
         tgt_vocab=tgt_vocab,
         d_model=d_model,
@@ -286,6 +277,7 @@ def build(
         return JointModel(
             module, src_vocab, tgt_vocab, d_model, pad_id, tie_embeddings, share_embeddings, spec
         )
+    assert encoder is not None  # joint is None, so an encoder was given (checked above)
     enc, dec = check_model(encoder, decoder, **options)
     _check_tie(tie_embeddings, dec.network.d_out, d_model)
     _check_memory(
@@ -395,7 +387,7 @@ def build_network(
 
 
 def build_from_spec(
-    spec: ModelSpec | Mapping[str, Any],
+    spec: ModelSpec | Mapping[str, Any] | object,
     decode_attention: str | None = None,
     *,
     max_memory: int | None = None,

@@ -6,7 +6,7 @@ line per argument; the decorator gives the names it is spelled with and the role
 appear in. The function body is the dimension rule: called with the layer's input and its
 bound arguments, it returns the output size and the parameter count::
 
-    @layer(aliases=("mh_dot_att",), roles=DECODER_ONLY)
+    @layer(aliases=("mh_dot_att",), attends_source=True)
     def mh_dot_src_att(h: LayerInput, /, heads: Annotated[Count, aka("h")] = HEADS, ...) -> LayerOutput:
         \"\"\"Multi-head dot-product attention over the source (Domhan §2.3).
 
@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from .plugins import RULES_GROUP, NameClash, loading
+from .plugins import load as load_plugins
 from .types import ArgType, ChainType, ModelDefault, arg_type
 
 ENCODER, DECODER, JOINT = "encoder", "decoder", "joint"
@@ -151,6 +153,7 @@ class LayerSpec:
     size_rule: str = ""
     doc: str = ""
     family: str = ""
+    plugin: str = ""  # the plugin that registered it (adl.plugins.describe); "" if built in
 
     def param(self, key: str) -> ParamSpec | None:
         for p in self.params:
@@ -179,9 +182,16 @@ class Registry:
         self._names: dict[str, LayerSpec] = {}
 
     def add(self, spec: LayerSpec) -> None:
-        for name in (spec.name, *spec.aliases):
-            if name in self._names:
-                raise ValueError(f"layer name '{name}' is registered twice")
+        names = (spec.name, *spec.aliases)
+        for name in names:
+            taken = self._names.get(name)
+            if taken is not None:
+                owner = taken.plugin or f"the built-in layers ({taken.family})"
+                raise NameClash(
+                    f"layer name '{name}' is taken: '{taken.name}' of {owner} has it"
+                    + (", choose another name" if spec.plugin else "")
+                )
+        for name in names:
             self._names[name] = spec
         self._specs[spec.name] = spec
 
@@ -208,24 +218,39 @@ _loaded = False
 
 
 def _load_layers() -> None:
+    """The built-in layer families, then the plugins' (entry-point group ``adl.layers``)."""
     global _loaded
     if not _loaded:
         from . import layers  # noqa: F401  (registers every layer family on import)
 
         _loaded = True
+    load_plugins(RULES_GROUP)
+
+
+# why a layer over the source (attends_source=True) is refused outside a decoder
+SOURCE_WHY = "it attends to the encoder's states, and only a decoder has them"
 
 
 def layer(
     *,
     aliases: Iterable[str] = (),
-    roles: Iterable[str] = ALL_ROLES,
+    roles: Iterable[str] | None = None,
     why: str = "",
     attends_source: bool = False,
 ) -> Callable[[Callable[..., LayerOutput]], Callable[..., LayerOutput]]:
-    """Register a layer rule under its function name (a trailing ``_`` is dropped)."""
+    """Register a layer rule under its function name (a trailing ``_`` is dropped).
+
+    ``roles`` are the networks it may appear in (default: all) and ``why`` says why it is
+    refused in the others. A layer that attends to the encoder's states
+    (``attends_source=True``) is a decoder's: its role and ``why`` follow from that."""
+    if attends_source:
+        if roles is not None and set(roles) != {DECODER}:
+            raise TypeError("a layer that attends to the source belongs to the decoder only")
+        roles, why = (DECODER,), why or SOURCE_WHY
+    allowed = ALL_ROLES if roles is None else frozenset(roles)
 
     def register(fn: Callable[..., LayerOutput]) -> Callable[..., LayerOutput]:
-        REGISTRY.add(spec_of(fn, tuple(aliases), frozenset(roles), why, attends_source))
+        REGISTRY.add(spec_of(fn, tuple(aliases), allowed, why, attends_source))
         return fn
 
     return register
@@ -277,6 +302,7 @@ def spec_of(
         size_rule,
         doc,
         family,
+        loading(),
     )
 
 

@@ -330,7 +330,11 @@ def _one_of(choices: tuple[str, ...]) -> str:
 
 
 class Chain:
-    """Annotation marker: the parameter takes a sub-network."""
+    """Annotation marker: the parameter takes a sub-network. The rule receives it checked
+    (an :class:`adl.analysis.program.CheckedChain`), with these sizes."""
+
+    d_in: int
+    d_out: int
 
 
 Size = Annotated[int, SizeType()]
@@ -361,10 +365,12 @@ class ModelDefault:
         return self.label
 
 
-INPUT = ModelDefault("input size", lambda h: h.d)
-D_MODEL = ModelDefault("$d_model", lambda h: h.hyper.d_model)
-HEADS = ModelDefault("$heads", lambda h: h.hyper.heads)
-DROPOUT = ModelDefault("$dropout", lambda h: h.hyper.dropout)
+# Defaults of rule parameters typed as the value they stand for (``num_hidden: Size =
+# D_MODEL``): the checker replaces them before a rule runs, so a rule only sees numbers.
+INPUT: Any = ModelDefault("input size", lambda h: h.d)
+D_MODEL: Any = ModelDefault("$d_model", lambda h: h.hyper.d_model)
+HEADS: Any = ModelDefault("$heads", lambda h: h.hyper.heads)
+DROPOUT: Any = ModelDefault("$dropout", lambda h: h.hyper.dropout)
 
 
 def arg_type(annotation: Any) -> tuple[ArgType, tuple[str, ...]]:

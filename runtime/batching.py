@@ -37,10 +37,9 @@ class Batch:
         return int(self.src.ne(PAD).sum())
 
     def to(self, device: torch.device) -> Batch:
-        move = lambda t: None if t is None else t.to(device, non_blocking=True)
-        return Batch(
-            self.ids, move(self.src), move(self.tgt_in), move(self.tgt_out), move(self.src_words)
-        )
+        move = lambda t: t.to(device, non_blocking=True)
+        words = None if self.src_words is None else move(self.src_words)
+        return Batch(self.ids, move(self.src), move(self.tgt_in), move(self.tgt_out), words)
 
 
 def _gather(tokens: TokenArray, ids: Tensor) -> tuple[Tensor, Tensor]:

@@ -10,14 +10,15 @@ error with a did-you-mean. The effective configuration is written to ``RUN/confi
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from adl.errors import did_you_mean
 
 from .errors import ConfigError
 
@@ -213,9 +214,13 @@ def _names(section: str) -> set[str]:
 
 def _unknown(key: str) -> str:
     candidates = keys() + [k.split(".", 1)[1] for k in keys()]
-    close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
-    return f"unknown setting '{key}'{hint}"
+    return f"unknown setting '{key}'{_hint(key, candidates)}"
+
+
+def _hint(name: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` after a message, or ''."""
+    hint = did_you_mean(name, candidates)
+    return f" ({hint})" if hint else ""
 
 
 def _coerce(section: str, name: str, value: Any) -> Any:
@@ -294,10 +299,9 @@ def merge(config: Config, data: Mapping[str, Any], origin: str) -> Config:
         if section == ARCHITECTURES:
             continue  # the files a preset is for: read by preset_files, not a setting
         if section not in SECTIONS:
-            close = difflib.get_close_matches(str(section), list(SECTIONS), n=1, cutoff=0.5)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise ConfigError(
-                f"{origin}: unknown section '{section}'{hint}; sections: {', '.join(SECTIONS)}"
+                f"{origin}: unknown section '{section}'{_hint(str(section), SECTIONS)}; "
+                f"sections: {', '.join(SECTIONS)}"
             )
         if values is None:
             continue
@@ -322,9 +326,9 @@ def preset_path(name: str) -> Path:
         return path
     found = PRESETS / f"{name}.yaml"
     if not found.is_file():
-        close = difflib.get_close_matches(name, presets(), n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise ConfigError(f"unknown preset '{name}'{hint}; presets: {', '.join(presets())}")
+        raise ConfigError(
+            f"unknown preset '{name}'{_hint(name, presets())}; presets: {', '.join(presets())}"
+        )
     return found
 
 

@@ -15,7 +15,7 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, cast
 
 ROOT = Path(__file__).resolve().parent.parent
 ENCODER = ROOT / "architectures" / "transformer.enc.adl"
@@ -78,8 +78,8 @@ def demo(
     files = {split: info.files(data, split) for split in ("train", "valid", "test")}
     counts = ", ".join(f"{s} {info.counts[s]:,}" for s in ("train", "valid", "test"))
     say.write(f"      sentence pairs: {counts} (see {data}/README.md)\n")
-    train_files = tuple(map(str, files["train"]))
-    valid_files = tuple(map(str, files["valid"]))
+    train_files = (str(files["train"][0]), str(files["train"][1]))
+    valid_files = (str(files["valid"][0]), str(files["valid"][1]))
     if max_sentences:
         train_files = _slice(*files["train"], out / "data", max_sentences, (src, tgt))
         valid_files = _slice(*files["valid"], out / "data", max_sentences, (src, tgt))
@@ -140,9 +140,9 @@ def demo(
     return DemoResult(
         out,
         summary.step,
-        scores["bleu"],
-        scores["chrf"],
-        {"bleu": scores["bleu_signature"], "chrf": scores["chrf_signature"]},
+        cast(float, scores["bleu"]),
+        cast(float, scores["chrf"]),
+        {"bleu": str(scores["bleu_signature"]), "chrf": str(scores["chrf_signature"])},
         picked,
         pictures,
     )

@@ -104,6 +104,7 @@ def draw_heatmaps(
             ax.axvline(p.split - 0.5, color="tab:red", linewidth=0.8)
     for ax in axes[len(panels) :]:
         ax.set_axis_off()
+    assert image is not None  # there is at least one panel
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="weight")
     if title:
         fig.suptitle(title, fontsize=10)

@@ -130,8 +130,8 @@ class Metrics:
             try:
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError:  # tensorboard is optional
-                SummaryWriter = None
-            if SummaryWriter is not None:
+                pass
+            else:
                 self.writer = SummaryWriter(str(tensorboard_dir))
 
     def write(self, record: dict[str, Any]) -> None:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import adl
+from adl.registry import JOINT
+from adl.roles import roles_in
 
 from .config import ModelConfig
 from .errors import ConfigError
@@ -12,9 +15,7 @@ from .errors import ConfigError
 
 def is_joint(path: str | Path) -> bool:
     """A joint (decoder-only) description: ``*.joint.adl``, or a file defining ``joint =``."""
-    if str(path).endswith(".joint.adl"):
-        return True
-    return adl.parse(Path(path)).definition("joint") is not None
+    return JOINT in roles_in(Path(path))
 
 
 def assign_files(files: list[str]) -> dict[str, str | None]:
@@ -36,7 +37,9 @@ def check_model(cfg: ModelConfig) -> None:
     """Check the .adl files (cheap: nothing is built); raises :class:`adl.ADLError`, or
     :class:`ConfigError` for a variable of ``model.vars`` that no file reads (a misspelt or
     stale name would silently train the files' defaults)."""
-    options = dict(d_model=cfg.d_model, heads=cfg.heads, dropout=cfg.dropout, vars=dict(cfg.vars))
+    options: dict[str, Any] = dict(
+        d_model=cfg.d_model, heads=cfg.heads, dropout=cfg.dropout, vars=dict(cfg.vars)
+    )
     if cfg.joint:
         programs = [adl.check(cfg.joint, **options)]
     elif cfg.encoder:
@@ -53,7 +56,7 @@ def check_model(cfg: ModelConfig) -> None:
 
 def build_model(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, length_ratio: float):
     """``adl.build`` with the run's settings; raises :class:`adl.ADLError` for a bad file."""
-    options = dict(
+    options: dict[str, Any] = dict(
         src_vocab=src_vocab,
         tgt_vocab=tgt_vocab,
         d_model=cfg.d_model,

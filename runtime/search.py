@@ -131,7 +131,7 @@ def beam(
         best, index = best.tolist(), index.tolist()
         keep_rows, new_tokens, new_scores, still = [], [], [], []
         for i, n in enumerate(live):
-            chosen = []
+            chosen: list[tuple[int, int, float]] = []
             for rank, (value, flat) in enumerate(zip(best[i], index[i])):
                 if value == float("-inf"):
                     break

@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import sentencepiece as spm
 import torch
@@ -129,7 +130,7 @@ def train_sentencepiece(
 ) -> bytes:
     """Train one sentencepiece model on text files; returns the model's bytes."""
     prefix.parent.mkdir(parents=True, exist_ok=True)
-    options = dict(
+    options: dict[str, Any] = dict(
         input=list(inputs),
         model_prefix=str(prefix),
         vocab_size=cfg.vocab_size,
@@ -164,13 +165,16 @@ def make_tokenizers(cfg: DataConfig, directory: Path) -> Tokenizers:
         tok = Tokenizers(read(cfg.spm_src), read(cfg.spm_tgt), False)
     else:
         work = directory / "work"
+        src, tgt = cfg.train_src, cfg.train_tgt
+        if src is None or tgt is None:
+            raise DataError("no training data to train the tokenizers on (data.train_src/tgt)")
         if cfg.joint_vocab:
-            data = train_sentencepiece([cfg.train_src, cfg.train_tgt], work / "joint", cfg)
+            data = train_sentencepiece([src, tgt], work / "joint", cfg)
             tok = Tokenizers(data, data, True)
         else:
             tok = Tokenizers(
-                train_sentencepiece([cfg.train_src], work / "src", cfg),
-                train_sentencepiece([cfg.train_tgt], work / "tgt", cfg),
+                train_sentencepiece([src], work / "src", cfg),
+                train_sentencepiece([tgt], work / "tgt", cfg),
                 False,
             )
         for vocab in work.glob("*.vocab"):  # human-readable piece lists, kept for reading

@@ -12,6 +12,7 @@ and returns.
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 import signal
@@ -81,6 +82,9 @@ def train(
 
 
 class Trainer:
+    log: logging.Logger  # set up by _setup (close() also runs after a failed one)
+    metrics: Metrics
+
     def __init__(self, config: Config, out: str | Path, resume: bool = False):
         self.cfg = config.validate()
         self.run_dir = RunDir(Path(out))
@@ -88,7 +92,6 @@ class Trainer:
         self.dist, self.device = distributed.setup(t.device)
         self.main = self.dist.main
         self._threads = torch.get_num_threads()  # given back by close()
-        self.log = self.metrics = None
         self.lock = RunLock(self.run_dir)  # one process trains a run (rank 0 holds it)
         self.notes: list[str] = []  # warnings met before the log existed
         self.resumed_from: Path | None = None
@@ -175,7 +178,7 @@ class Trainer:
         if self.dist.enabled:
             from torch.nn.parallel import DistributedDataParallel as DDP
 
-            self.ddp = DDP(
+            self.ddp: DDP | None = DDP(
                 self.model,
                 device_ids=[self.device.index] if self.device.type == "cuda" else None,
                 find_unused_parameters=t.find_unused,
@@ -542,7 +545,7 @@ class Trainer:
         for i, batch in enumerate(batches):
             batch = batch.to(self.device)
             sync = self.ddp is None or i == len(batches) - 1
-            with nullcontext() if sync else self.ddp.no_sync():
+            with nullcontext() if sync or self.ddp is None else self.ddp.no_sync():
                 with self._autocast():
                     if self.needs_words:
                         logits = self.train_model(batch.src, batch.tgt_in, batch.src_words)
@@ -720,7 +723,7 @@ class Trainer:
     def _install_signals(self) -> dict[int, Any]:
         if threading.current_thread() is not threading.main_thread():
             return {}
-        previous = {}
+        previous: dict[int, Any] = {}
 
         def handler(signum, frame):
             if self._stop_signal is not None:  # a second Ctrl-C: stop at once
@@ -739,8 +742,8 @@ class Trainer:
     def close(self) -> None:
         """Give back what the trainer holds (log file, TensorBoard writer, threads)."""
         torch.set_num_threads(self._threads)
-        if self.metrics is not None:
+        if hasattr(self, "metrics"):
             self.metrics.close()
-        if self.log is not None:
+        if hasattr(self, "log"):
             close_logger(self.log)
         self.lock.release()

@@ -17,6 +17,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -265,7 +266,7 @@ def attention_panels(
         side = r.layer.split()[0]
         if side == "joint":
             both = s_labels + t_in
-            axes = dict(
+            axes: dict[str, Any] = dict(
                 rows=both,
                 cols=both,
                 ylabel="source ; target input",

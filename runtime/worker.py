@@ -14,6 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from adl.errors import report
+
 from . import config as cfgmod
 from .distributed import teardown
 from .errors import UserError
@@ -32,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = cfgmod.from_dict(cfgmod.read_yaml(path) or {}, str(path))
         summary = train(config, out, resume=resume)
     except UserError as exc:
-        print(f"adl train: error: {exc}", file=sys.stderr)
+        print(report(exc, "train"), file=sys.stderr)
         return 1
     finally:
         teardown()

@@ -134,3 +134,17 @@ def test_console_script_runs():
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "adl.cli"]
     r = subprocess.run(cmd + ["compile", "--check", str(ENC)], capture_output=True, text=True)
     assert r.returncode == 0 and "ok (encoder" in r.stdout
+
+
+def test_a_worker_reports_user_errors_as_the_command_does(tmp_path, capsys):
+    """The processes of ``adl train --nproc`` print a user error like ``adl train`` does:
+    one message, exit 1, no traceback (adl.errors.report, the one place)."""
+    from adl.runtime.worker import main as worker
+
+    config = tmp_path / "config.yaml"
+    config.write_text("optim:\n  lrr: 1\n")
+    assert worker([str(config), str(tmp_path / "run")]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        f"adl train: error: {config}: unknown setting 'optim.lrr' (did you mean 'optim.lr'?)"
+    ]

@@ -109,3 +109,19 @@ def test_source_attention_counts_read_the_source_size():
     assert net.params == (512 * 512 + 512) + 2 * (256 * 512 + 512) + (512 * 512 + 512)
     net = adl.check("mlp_att(num_hidden=64)", role="decoder", source_d=256).network
     assert net.d_out == 256 and net.params == 512 * 64 + 64 + 256 * 64 + 64
+
+
+def test_every_source_attention_is_a_decoder_layer_with_one_reason():
+    from adl.registry import DECODER, SOURCE_WHY
+
+    over_source = [s for s in REGISTRY if s.attends_source]
+    assert {s.name for s in over_source} >= {"mh_dot_src_att", "gauss_src_att", "hard_src_att"}
+    for spec in over_source:
+        assert spec.roles == {DECODER} and spec.why == SOURCE_WHY, spec.name
+
+
+def test_a_source_attention_cannot_be_given_other_roles():
+    from adl.registry import layer
+
+    with pytest.raises(TypeError, match="belongs to the decoder only"):
+        layer(roles=("encoder", "decoder"), attends_source=True)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 
 from ..errors import ADLError, Diagnostic, error
 from ..limits import MAX_LAYERS, MEMORY_ENV, amount, memory_limit
 from ..registry import DECODER, ENCODER, JOINT, ROLES, Hyper
+from ..roles import role_from_name
 from ..source import Source, Span
 from ..syntax import ast
 from .checker import Checker, Stop
@@ -17,22 +17,7 @@ from .program import CheckedChain, Network, Node, Program
 from .spelling import sockeye_cnn_warnings
 from .variables import recording
 
-__all__ = ["check_tree", "role_from_name", "CheckedChain", "Network", "Node", "Program"]
-
-_SUFFIX = re.compile(r"\.(enc|dec|joint|encoder|decoder)\.adl$")
-_SUFFIX_ROLE = {
-    "enc": ENCODER,
-    "encoder": ENCODER,
-    "dec": DECODER,
-    "decoder": DECODER,
-    "joint": JOINT,
-}
-
-
-def role_from_name(name: str) -> str | None:
-    """``x.enc.adl`` -> encoder, ``x.dec.adl`` -> decoder, ``x.joint.adl`` -> joint."""
-    m = _SUFFIX.search(name)
-    return _SUFFIX_ROLE[m.group(1)] if m else None
+__all__ = ["check_tree", "CheckedChain", "Network", "Node", "Program"]
 
 
 def entries(tree: ast.File, source: Source, role: str | None) -> dict[str, ast.Chain]:
@@ -43,7 +28,7 @@ def entries(tree: ast.File, source: Source, role: str | None) -> dict[str, ast.C
     def fail(message: str, span=None, hint: str | None = None) -> None:
         problems.append(Diagnostic("error", message, source, span, hint))
 
-    named = {r: tree.definition(r) for r in ROLES if tree.definition(r) is not None}
+    named = {r: d for r in ROLES if (d := tree.definition(r)) is not None}
     for r, d in named.items():
         if d.params:
             fail(f"'{r}' names the {r} network and cannot take parameters", d.name_span)
@@ -186,7 +171,7 @@ def resolve_memory_limit(max_memory: int | None) -> int:
 def size_problems(net: Network, span: Span, max_memory: int) -> list[tuple[str, Span, str | None]]:
     """The layers a network builds (repeat copies counted) and its memory, against the
     limits: each problem at the innermost layer that alone exceeds the limit."""
-    problems = []
+    problems: list[tuple[str, Span, str | None]] = []
     if net.layers > MAX_LAYERS:
         where = _heaviest(net.chain, lambda n: n.layers, MAX_LAYERS)
         count = net.layers if where is None else where.layers
@@ -233,7 +218,7 @@ def _heaviest(chain: CheckedChain, measure: Callable[[Node], int], limit: int) -
 def arg_span(node: Node, at: str | None) -> Span:
     """The span of a node's argument (by its canonical name), else of the call."""
     for arg in node.call.keywords:
-        if at is not None and node.spec.param(arg.key) is node.spec.param(at):
+        if at is not None and node.spec.param(arg.keyword) is node.spec.param(at):
             return arg.value.span
     return node.call.span
 

@@ -44,9 +44,9 @@ def bind(
             return False, None
 
     for arg in call.keywords:
-        param = spec.param(arg.key)
+        param = spec.param(arg.keyword)
         if param is None or param.variadic:
-            hint = did_you_mean(arg.key, spec.keyword_names())
+            hint = did_you_mean(arg.keyword, spec.keyword_names())
             if hint is None:
                 hint = f"'{spec.name}' takes {_takes(spec)}"
             problems.append(

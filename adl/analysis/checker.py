@@ -249,7 +249,7 @@ class Checker:
                     f"block '{block.name}' has no parameter '{arg.key}'",
                     arg.key_span,
                     where,
-                    did_you_mean(arg.key, names) or f"defined as {_head(block)}",
+                    did_you_mean(arg.keyword, names) or f"defined as {_head(block)}",
                 )
             elif arg.key in params:
                 self.report(
@@ -300,8 +300,8 @@ class Checker:
         args = bind(
             spec, call, lambda v: evaluate(v, scope, self.hyper, budget=self.budget), problems
         )
-        for p in problems:
-            self.report(p.message, p.span, where, p.hint)
+        for problem in problems:
+            self.report(problem.message, problem.span, where, problem.hint)
         node = Node(spec, {}, call, d, d, blocks=where.blocks, sure=False)  # a guess until ruled
         if args is None:
             for arg in call.args:
@@ -370,7 +370,7 @@ def _arg_span(call: ast.Call, spec: LayerSpec, at: str | None) -> Span:
         return call.span
     param = spec.param(at)
     for arg in call.keywords:
-        if param is not None and spec.param(arg.key) is param:
+        if param is not None and spec.param(arg.keyword) is param:
             return arg.value.span
     # A positional argument: find it by binding order (the first one of a matching kind).
     chains = [

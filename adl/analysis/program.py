@@ -39,7 +39,7 @@ class Node:
 
     @property
     def children(self) -> list[CheckedChain]:
-        out = []
+        out: list[Any] = []
         for p in self.spec.params:
             if p.is_chain:
                 value = self.args.get(p.name)
@@ -153,7 +153,7 @@ class Network:
         return self.hyper.d_model
 
     @property
-    def d_out(self) -> int | None:
+    def d_out(self) -> int:
         return self.chain.d_out
 
     @property

@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from ..errors import ADLError, UserError
+from ..errors import UserError, report
 from . import average as average_cmd
 from . import compile as compile_cmd
 from . import data as data_cmd
@@ -56,21 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)
-    except ADLError as exc:
+    except (UserError, UsageError) as exc:  # ADL errors, the runtime's (data, settings...)
         if args.debug:
             raise
-        print(exc.render(), file=sys.stderr)
-        return 1
-    except UserError as exc:  # the runtime's errors: bad data, settings, checkpoints
-        if args.debug:
-            raise
-        print(f"adl {_name(args)}: error: {exc}", file=sys.stderr)
-        return 1
-    except UsageError as exc:
-        if args.debug:
-            raise
-        print(f"adl {_name(args)}: error: {exc}", file=sys.stderr)
-        return 2
+        print(report(exc, _name(args)), file=sys.stderr)
+        return 2 if isinstance(exc, UsageError) else 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 from .. import api
-from ..analysis import role_from_name
 from ..analysis.program import Program
 from ..analysis.variables import unused_variables
 from ..errors import ADLError, Diagnostic
 from ..models import check_pair
 from ..registry import DECODER, ENCODER, ROLES
+from ..roles import role_from_name
 from ..summary import model_rows, model_table, table
 from .common import add_model_options, checked_model_options
 
@@ -74,16 +74,17 @@ def run(args: argparse.Namespace) -> int:
         paired = encoder if role(path) == DECODER else None
         source_d = paired.networks[ENCODER].d_out if paired is not None else None
         try:
-            results[path] = api.check(Path(path), role=args.role, source_d=source_d, **options)
-            if paired is not None and DECODER in results[path].networks:
-                check_pair(paired, results[path])
+            program = api.check(Path(path), role=args.role, source_d=source_d, **options)
+            if paired is not None and DECODER in program.networks:
+                check_pair(paired, program)
         except ADLError as exc:
             if args.debug:
                 raise
             results[path] = exc
             continue
-        if ENCODER in results[path].networks:
-            encoder = results[path]
+        results[path] = program
+        if ENCODER in program.networks:
+            encoder = program
     failed = []
     for path in args.files:  # report in the order given
         result = results[path]

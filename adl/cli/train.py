@@ -14,6 +14,7 @@ import argparse
 import os
 from pathlib import Path
 
+from ..roles import stem
 from .common import UsageError
 
 
@@ -98,12 +99,7 @@ def _out(args: argparse.Namespace) -> str:
         raise UsageError("--init-from without .adl files needs --out RUN (the new run)")
     if not args.files:
         raise UsageError("give the model's .adl files")
-    name = Path(args.files[0]).name
-    for suffix in (".joint.adl", ".enc.adl", ".dec.adl", ".adl"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-            break
-    return str(Path("runs") / name)
+    return str(Path("runs") / stem(args.files[0]))
 
 
 def run(args: argparse.Namespace) -> int:

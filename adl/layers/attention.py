@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from ..limits import MAX_HEADS, MAX_LAYERS
-from ..registry import DECODER, LayerInput, LayerOutput, Refusal, layer
+from ..registry import LayerInput, LayerOutput, Refusal, layer
 from ..types import (
     DROPOUT,
     HEADS,
@@ -33,12 +33,6 @@ Heads = Annotated[int, CountType(MAX_HEADS), aka("h", "num_heads")]
 Scale = Annotated[Annotated[float, PositiveFloatType(0.01, 1e6)] | None, aka("scale")]
 AttSize = Annotated[Size | None, aka("d_p", "att_size")]
 AttDropout = Annotated[Rate, aka("dropout_attention")]
-
-_SOURCE = dict(
-    roles=(DECODER,),
-    attends_source=True,
-    why="it attends to the encoder's states, and only a decoder has them",
-)
 
 
 def att_size(h: LayerInput, heads: int, num_hidden: int, att_num_hidden: int | None) -> int:
@@ -93,7 +87,7 @@ def mh_dot_self_att(
     return LayerOutput(num_hidden, dot_att_params(h.d, h.d, a, num_hidden))
 
 
-@layer(aliases=("mh_dot_att",), **_SOURCE)
+@layer(aliases=("mh_dot_att",), attends_source=True)
 def mh_dot_src_att(
     h: LayerInput,
     /,
@@ -122,7 +116,7 @@ def mh_dot_src_att(
     return LayerOutput(num_hidden, dot_att_params(h.d, h.source_d, a, num_hidden))
 
 
-@layer(**_SOURCE)
+@layer(attends_source=True)
 def dot_src_att(
     h: LayerInput,
     /,
@@ -145,7 +139,7 @@ def dot_src_att(
     return LayerOutput(num_hidden, dot_att_params(h.d, h.source_d, num_hidden, num_hidden))
 
 
-@layer(aliases=("mlp_att",), **_SOURCE)
+@layer(aliases=("mlp_att",), attends_source=True)
 def mlp_src_att(
     h: LayerInput,
     /,

@@ -82,11 +82,7 @@ def _offset(o: int | str) -> int:
     return {"l": -1, "c": 0, "r": 1}[o] if isinstance(o, str) else o
 
 
-@layer(
-    roles=(DECODER,),
-    attends_source=True,
-    why="it attends to the encoder's states, and only a decoder has them",
-)
+@layer(attends_source=True)
 def gauss_src_att(
     h: LayerInput,
     /,

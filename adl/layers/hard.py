@@ -32,11 +32,7 @@ def hard_self_att(
     return LayerOutput(num_hidden, dot_att_params(h.d, h.d, a, num_hidden))
 
 
-@layer(
-    roles=(DECODER,),
-    attends_source=True,
-    why="it attends to the encoder's states, and only a decoder has them",
-)
+@layer(attends_source=True)
 def hard_src_att(
     h: LayerInput,
     /,

@@ -140,6 +140,7 @@ class SelfAttention(DotAttention):
     def mask(self, ctx: Context, queries: int, keys: int, device: torch.device):
         """(attention mask or None, is_causal) for this role, window and step."""
         if ctx.role == "joint":
+            assert ctx.joint is not None  # a joint model always lays out its stream
             q = torch.arange(keys - queries, keys, device=device)
             allowed = patterns.joint_allowed(
                 q,
@@ -194,14 +195,14 @@ class SourceAttention(DotAttention):
         return self.project_source(ctx)
 
     def project_source(self, ctx: Context) -> tuple[Tensor, Tensor]:
-        u = ctx.memory.level(self.level)  # (B, S, D_src)
+        u = ctx.source.level(self.level)  # (B, S, D_src)
         k, v = self.kv(u).chunk(2, dim=-1)
         return split_heads(k, self.heads), split_heads(v, self.heads)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         q = split_heads(self.q(x), self.heads)
         k, v = self.keys_values(ctx)
-        pad = ctx.memory.pad
+        pad = ctx.source.pad
         mask = None if pad is None else ~pad[:, None, None, :]
         if ctx.record is not None:
             ctx.record_attention(self, "source", self.probabilities(q, k, mask))
@@ -243,7 +244,7 @@ class MLPSourceAttention(Layer):
         self.drop = Dropout(dropout)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
-        u = ctx.memory.level(self.level)  # (B, S, D_src)
+        u = ctx.source.level(self.level)  # (B, S, D_src)
         if ctx.state is not None:
             cache = ctx.state.of(self)
             if "k" not in cache:
@@ -252,8 +253,8 @@ class MLPSourceAttention(Layer):
         else:
             k = self.wk(u)
         scores = self.wo(torch.tanh(self.wq(x).unsqueeze(2) + k.unsqueeze(1))).squeeze(-1)
-        if ctx.memory.pad is not None:  # (B, T, S)
-            scores = scores.masked_fill(ctx.memory.pad.unsqueeze(1), float("-inf"))
+        if ctx.source.pad is not None:  # (B, T, S)
+            scores = scores.masked_fill(ctx.source.pad.unsqueeze(1), float("-inf"))
         probs = scores.softmax(-1)
         ctx.record_attention(self, "source", probs.unsqueeze(1))
         return self.drop(probs) @ u  # softmax(S) U

@@ -16,20 +16,44 @@ from torch import Tensor, nn
 
 from ..analysis.pairs import encoder_level
 from ..analysis.program import CheckedChain, Node
-from ..registry import Refusal
+from ..plugins import MODULES_GROUP, NameClash, PluginError
+from ..plugins import load as load_plugins
+from ..registry import LayerSpec, Refusal
 from .context import Context
 
 IMPLEMENTATIONS: dict[str, type[Layer]] = {}
 
 
 def implements(name: str) -> Callable[[type[Layer]], type[Layer]]:
+    """Register the module class of layer ``name`` (the layer's rule is in adl/layers/, or
+    in a plugin's module of the ``adl.layers`` entry-point group)."""
+
     def register(cls: type[Layer]) -> type[Layer]:
         if name in IMPLEMENTATIONS:
-            raise ValueError(f"layer '{name}' has two implementations")
+            taken = IMPLEMENTATIONS[name]
+            raise NameClash(
+                f"layer '{name}' already has a module: {taken.__module__}.{taken.__qualname__}"
+            )
         IMPLEMENTATIONS[name] = cls
         return cls
 
     return register
+
+
+def implementation(spec: LayerSpec) -> type[Layer]:
+    """The module class of a layer, the plugins' modules (entry-point group ``adl.nn``)
+    loaded first; a plugin's layer without one is a :class:`PluginError`."""
+    load_plugins(MODULES_GROUP)
+    try:
+        return IMPLEMENTATIONS[spec.name]
+    except KeyError:
+        if spec.plugin:
+            raise PluginError(
+                f"{spec.plugin}: layer '{spec.name}' has no module: register one with "
+                f"@adl.nn.implements({spec.name!r}) in a module of the '{MODULES_GROUP}' "
+                "entry-point group"
+            ) from None
+        raise NotImplementedError(f"no module implements layer '{spec.name}'") from None
 
 
 class Layer(nn.Module):
@@ -37,6 +61,8 @@ class Layer(nn.Module):
 
     A layer that attends to the source gets ``source_d`` (the encoder's output size) and
     ``level`` (which encoder state it reads, from its ``encoder_block`` argument)."""
+
+    position: str = ""  # where it is built: "encoder 2[3].1 ffl" (set by the builder)
 
     @classmethod
     def build(cls, node: Node, b: Builder) -> Layer:
@@ -92,7 +118,7 @@ class Builder:
         """The modules of a chain; each knows its position (``2[3].1.1``: layer 1 of layer 1
         of the third copy of layer 2), as ``adl compile --summary`` numbers them."""
         outer = self.path
-        layers = []
+        layers: list[nn.Module] = []
         for i, node in enumerate(chain.nodes, 1):
             self.path = f"{outer}{i}"
             layers.append(self.node(node))
@@ -100,10 +126,7 @@ class Builder:
         return Chain(layers)
 
     def node(self, node: Node) -> Layer:
-        try:
-            cls = IMPLEMENTATIONS[node.spec.name]
-        except KeyError:
-            raise NotImplementedError(f"no module implements layer '{node.spec.name}'") from None
+        cls = implementation(node.spec)
         here = self.path
         layer = cls.build(node, self)
         layer.position = f"{self.role} {here} {node.spec.name}"
@@ -112,7 +135,7 @@ class Builder:
     def arguments(self, node: Node) -> dict[str, Any]:
         """The layer's arguments with its sub-chains built."""
         out = {}
-        chains = [
+        chains: list[Any] = [
             c
             for p in node.spec.params
             if p.is_chain

@@ -104,6 +104,13 @@ class Context:
             )
 
     @property
+    def source(self) -> Memory:
+        """The encoder's output, which a source attention reads (a decoder always has it)."""
+        if self.memory is None:
+            raise RuntimeError(f"a source attention in the {self.role}, which has no source")
+        return self.memory
+
+    @property
     def offset(self) -> int:
         return self.state.offset if self.state is not None else 0
 

@@ -55,6 +55,9 @@ def mix_heads(weights: Tensor, v: Tensor, channels: Tensor) -> Tensor:
 
 @implements("gauss_att")
 class GaussianSelfAttention(Layer):
+    channels: Tensor  # buffers: each value channel's head
+    kernel: Tensor  # the depthwise kernel of a windowed or index= attention
+
     def __init__(
         self,
         d_in: int,
@@ -89,12 +92,13 @@ class GaussianSelfAttention(Layer):
             if self.index:
                 taps[h] = {o: 1.0}  # the value at i + o
             else:
+                assert self.window is not None  # a kernel without index= has a window
                 dl, du = patterns.band_limits(self.window)  # N(r; o, σ), r - o in (-dl, du)
-                r = torch.arange(o - dl + 1, o + du, dtype=torch.float64)
-                w = patterns.normal_pdf(r - o, self.sigma)
-                taps[h] = {int(ri): float(wi) for ri, wi in zip(r, w)}
+                rel = torch.arange(o - dl + 1, o + du, dtype=torch.float64)
+                pdf = patterns.normal_pdf(rel - o, self.sigma)
+                taps[h] = {int(ri): float(wi) for ri, wi in zip(rel, pdf)}
             if self.causal:  # a decoder never sees j > i
-                taps[h] = {r: w for r, w in taps[h].items() if r <= 0}
+                taps[h] = {j: p for j, p in taps[h].items() if j <= 0}
         rs = [r for t in taps.values() for r in t] or [0]
         self.left, self.right = max(0, -min(rs)), max(0, max(rs))
         rows = torch.zeros(len(self.offsets), self.left + self.right + 1)  # one per head
@@ -153,6 +157,8 @@ class GaussianSelfAttention(Layer):
 
 @implements("gauss_src_att")
 class GaussianSourceAttention(Layer):
+    channels: Tensor  # buffer: each value channel's head
+
     def __init__(
         self,
         d_in: int,
@@ -205,7 +211,7 @@ class GaussianSourceAttention(Layer):
             ]
         ).to(v.device)[:, ctx.offset :]
         if ctx.record is not None:
-            pad = ctx.memory.pad
+            pad = ctx.source.pad
             ctx.record_attention(
                 self, "source", w if pad is None else w.unsqueeze(0) * (~pad)[:, None, None, :]
             )

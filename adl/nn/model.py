@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
 
 from .base import Chain
 from .context import Context, DecodeState, Memory
+
+if TYPE_CHECKING:
+    from .joint import JointModel
 
 
 class Network(nn.Module):
@@ -119,7 +122,7 @@ class Seq2Seq(nn.Module):
 
 
 def record_attention(
-    model: nn.Module, src: Tensor, tgt_in: Tensor, src_words: Tensor | None = None
+    model: Seq2Seq | JointModel, src: Tensor, tgt_in: Tensor, src_words: Tensor | None = None
 ) -> list:
     records: list = []
     model._recording = records

@@ -90,11 +90,11 @@ class Repeat(Layer):
         return cls(node.d_in, copies, record=top)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
-        record = self.record and ctx.blocks is not None
-        if record:
-            ctx.blocks.append(x)  # U^0
+        blocks = ctx.blocks if self.record else None
+        if blocks is not None:
+            blocks.append(x)  # U^0
         for chain in self.copies:
             x = chain(x, ctx)
-            if record:
-                ctx.blocks.append(x)  # U^i
+            if blocks is not None:
+                blocks.append(x)  # U^i
         return x

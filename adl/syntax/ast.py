@@ -88,6 +88,13 @@ class Argument:
     span: Span = _span()
     key_span: Span = _span()
 
+    @property
+    def keyword(self) -> str:
+        """The key of a keyword argument (one of :attr:`Call.keywords`)."""
+        if self.key is None:
+            raise ValueError("a positional argument has no key")
+        return self.key
+
 
 @dataclass(frozen=True)
 class Call:

@@ -162,6 +162,7 @@ def _expected(expected: set[str]) -> str:
 def _syntax_error(source: Source, exc: UnexpectedInput) -> ADLError:
     if isinstance(exc, UnexpectedCharacters):
         pos = exc.pos_in_stream
+        assert pos is not None  # lark gives the position in a text it lexes
         ch = source.text[pos]
         hint = "did you mean '->'?" if ch == ">" else None
         return error(f"unexpected character {ch!r}", source, Span(pos, pos + 1), hint=hint)
@@ -172,15 +173,15 @@ def _syntax_error(source: Source, exc: UnexpectedInput) -> ADLError:
     at_end = tok.type == "$END"
     if at_end:
         prev = toks[-1] if toks else None
-        span = Span(prev.start_pos, prev.end_pos) if prev is not None else source.end
+        span = _span(prev) if prev is not None else source.end
     else:
-        span = Span(tok.start_pos, tok.end_pos)
+        span = _span(tok)
         prev = None
         for t in toks:
             if t.start_pos is not None and t.start_pos < tok.start_pos:
                 prev = t
     if prev is not None and prev.type == "ARROW" and (at_end or "NAME" in expected):
-        where = Span(prev.start_pos, prev.end_pos)
+        where = _span(prev)
         if at_end:
             return error(
                 "trailing '->': expected a layer after it",
@@ -206,8 +207,8 @@ def _syntax_error(source: Source, exc: UnexpectedInput) -> ADLError:
 
 
 def _span(node: Tree | Token) -> Span:
-    if isinstance(node, Token):
-        return Span(node.start_pos, node.end_pos)
+    if isinstance(node, Token):  # lexed tokens have positions (only made-up ones lack them)
+        return Span(node.start_pos or 0, node.end_pos or 0)
     return Span(node.meta.start_pos, node.meta.end_pos)
 
 
@@ -350,11 +351,12 @@ class _Builder:
         """The expression and the depth of its operator tree; ``level`` counts the operators
         above this node, so a runaway expression stops before Python's recursion does."""
         kind = node.data if isinstance(node, Tree) else node.type
+        children = node.children if isinstance(node, Tree) else []
         span = _span(node)
         if kind in ("binary", "group", "negate") and level > MAX_EXPRESSION_DEPTH:
             self._too_deep(top)
         if kind in ("binary", "group"):
-            items = [c for c in node.children]
+            items = list(children)
             ops = [str(op.children[0]) for op in items[1::2]]
             inner = level + (1 if ops else 0)
             parts = [self._expr(c, inner, top) for c in items[0::2]]
@@ -365,10 +367,10 @@ class _Builder:
                 result = _with_span(result, span)
             return result, depth
         if kind == "negate":
-            operand, depth = self._expr(node.children[-1], level + 1, top)
+            operand, depth = self._expr(children[-1], level + 1, top)
             return ast.Negate(operand, span), depth + 1
         if kind == "name_ref":
-            return ast.NameRef(str(node.children[0]), span), 0
+            return ast.NameRef(str(children[0]), span), 0
         tok = node.children[0] if isinstance(node, Tree) else node
         text = str(tok)
         if kind == "int":

@@ -128,9 +128,9 @@ def _jobs(plan: Plan, todo: list, jobs: int, executor: str) -> tuple[list[Job], 
     made = []
     for run in todo:
         config = run.config
-        named = {k for k, _, _ in spec.settings} | {
-            k for k, _, _ in spec.system(run.system).settings
-        }
+        system = spec.system(run.system)
+        assert system is not None  # every run is of a system of the spec
+        named = {k for k, _, _ in spec.settings} | {k for k, _, _ in system.settings}
         threads = config.train.threads if "train.threads" in named else share
         decodings = [
             DecodeJob(d.system, str(d.folder), d.options, decoding_key(d, plan))

@@ -44,7 +44,7 @@ GENERIC = {
 def run_local(jobs: Sequence[Job], workers: int, gpus: int, done: Done) -> None:
     """Run ``jobs`` in a pool of ``workers`` processes (``gpus`` > 0: one GPU each)."""
     context = _context()
-    extra = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
+    extra: dict[str, Any] = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
     manager = None
     if gpus:
         manager = context.Manager()

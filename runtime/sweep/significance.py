@@ -23,10 +23,12 @@ same model in two ways often differ in few sentences.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from sacrebleu.metrics import BLEU, CHRF
-from sacrebleu.significance import PairedTest
+from sacrebleu.significance import PairedTest, Result
 
 
 @dataclass
@@ -58,12 +60,13 @@ def paired_test(
     other = [line for outputs in system for line in outputs]
     refs = [list(references) * len(baseline)]
     kind = "approximate randomization" if test == "ar" else "paired bootstrap"
-    names = [("baseline", base), ("system", other)]
+    names: list[tuple[str, Sequence[str]]] = [("baseline", base), ("system", other)]
     signatures, scores = PairedTest(
         names, {"BLEU": BLEU(), "chrF": CHRF()}, refs, test_type=test, n_samples=samples
     )()
     bleu_key, chrf_key = [k for k in scores if k != "System"]
-    b, c = scores[bleu_key], scores[chrf_key]
+    # a metric's entries are Results (only the "System" entry holds names)
+    b, c = cast(list[Result], scores[bleu_key]), cast(list[Result], scores[chrf_key])
     sig = str(signatures[bleu_key]).split("|")
     extra = "|".join(part for part in sig if part.split(":")[0] in (test, "seed", "bs"))
     p = lambda r: 1.0 if r[0].score == r[1].score else r[1].p_value  # no difference: p = 1

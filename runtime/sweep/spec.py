@@ -19,10 +19,12 @@ from typing import Any
 
 import yaml
 
+from adl.errors import did_you_mean
+
 from .. import config as cfgmod
 from ..errors import UserError
 from ..search import SearchOptions
-from .located import Map, Mark, Problem, Seq, did_you_mean, load
+from .located import Map, Mark, Problem, Seq, load
 
 SWEEPS = Path(__file__).resolve().parent.parent / "sweeps"  # the bundled specs
 ROOT = Path(__file__).resolve().parents[2]  # the ADL source tree (architectures/ lives here)
@@ -174,7 +176,7 @@ def spec_path(name: str | Path) -> Path:
         return path
     found = SWEEPS / f"{name}.yaml"
     if not found.is_file():
-        hint = did_you_mean(str(name), bundled())
+        hint = did_you_mean(str(name), bundled(), ignore_case=True)
         raise UserError(
             f"no spec file '{name}' and no bundled spec of that name"
             + (f" ({hint})" if hint else "")
@@ -210,8 +212,8 @@ class _Reader:
         self.base = path.resolve().parent
         self.problems: list[Problem] = []
 
-    def add(self, mark: Mark, message: str, hint: str = "") -> None:
-        self.problems.append(Problem(mark, message, hint))
+    def add(self, mark: Mark, message: str, hint: str | None = "") -> None:
+        self.problems.append(Problem(mark, message, hint or ""))
 
     # typed values ---------------------------------------------------------------------------
     def mapping(self, value: Any, mark: Mark, what: str) -> Map | None:
@@ -228,7 +230,8 @@ class _Reader:
                 self.add(
                     m.key_mark(key),
                     f"unknown key '{key}' in {what}",
-                    did_you_mean(str(key), allowed) or f"{what} takes: {', '.join(allowed)}",
+                    did_you_mean(str(key), allowed, ignore_case=True)
+                    or f"{what} takes: {', '.join(allowed)}",
                 )
 
     def integer(self, value: Any, mark: Mark, what: str, minimum: int = 1) -> int | None:
@@ -260,7 +263,7 @@ class _Reader:
 
     def choice(self, value: Any, mark: Mark, what: str, allowed: tuple[str, ...]) -> str | None:
         if value not in allowed:
-            hint = did_you_mean(str(value), allowed)
+            hint = did_you_mean(str(value), allowed, ignore_case=True)
             self.add(
                 mark,
                 f"{what} must be one of {', '.join(allowed)}, not {_show(value)}",
@@ -434,9 +437,9 @@ class _Reader:
         out = []
         scratch = cfgmod.Config()
         for key, v, where in flat:
-            name = canonical_key(key)
-            if name in OWNED or (name or "").startswith("model.vars."):
-                if (name or "").startswith("model.vars."):
+            name = canonical_key(key) or ""
+            if name in OWNED or name.startswith("model.vars."):
+                if name.startswith("model.vars."):
                     self.add(where, f"{what}: set ${name.split('.')[-1]} under vars:")
                 else:
                     self.add(where, f"{what}: {name} is set by the spec's {OWNED[name]}")
@@ -516,8 +519,8 @@ class _Reader:
             return
         self.keys(m, SIGNIFICANCE_KEYS, "significance")
         if "test" in m:
-            spec.test = self.choice(m["test"], m.value_mark("test"), "significance: test", TESTS)
-            spec.test = spec.test or "bs"
+            test = self.choice(m["test"], m.value_mark("test"), "significance: test", TESTS)
+            spec.test = test or "bs"
         spec.samples = 10_000 if spec.test == "ar" else 1_000
         if "samples" in m:
             n = self.integer(m["samples"], m.value_mark("samples"), "significance: samples", 100)
@@ -611,7 +614,7 @@ class _Reader:
                     self.add(
                         where,
                         f"decode_of: no system '{s.decode_of}'",
-                        did_you_mean(s.decode_of, trained),
+                        did_you_mean(s.decode_of, trained, ignore_case=True),
                     )
 
     def files(self, value: Any, mark: Mark, name: str) -> list[Path]:
@@ -652,7 +655,7 @@ class _Reader:
             self.add(
                 doc.value_mark("baseline"),
                 f"baseline '{name}' is not one of the systems ({', '.join(names) or 'none'})",
-                did_you_mean(name, names),
+                did_you_mean(name, names, ignore_case=True),
             )
         spec.baseline = name
 
