@@ -394,7 +394,9 @@ class Ct2Translator:
     ``ctranslate2.Translator``, with :class:`~adl.runtime.translator.Translator`'s
     ``search`` and ``translate``."""
 
-    def __init__(self, folder: Path, device: str = "cpu", compute_type: str = "default"):
+    def __init__(
+        self, folder: Path, device: str = "cpu", compute_type: str = "default", threads: int = 0
+    ):
         ct2 = _ctranslate2()
         from .export import CT2_DIR
         from .tokenizer import Tokenizers
@@ -409,7 +411,11 @@ class Ct2Translator:
         index = int(str(device).split(":")[1]) if ":" in str(device) else 0
         try:
             self.engine = ct2.Translator(
-                str(model_dir), device=kind, device_index=index, compute_type=compute_type
+                str(model_dir),
+                device=kind,
+                device_index=index,
+                compute_type=compute_type,
+                intra_threads=threads,  # 0: CTranslate2's default
             )
         except (ValueError, RuntimeError) as exc:
             raise CheckpointError(f"{model_dir}: CTranslate2 cannot load it: {exc}") from None
