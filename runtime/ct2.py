@@ -111,7 +111,13 @@ def _inner(program, node, module) -> Sublayer:
         ),
         kept[0] if kept else (node, module),
     )
-    raise _refuse(program, *bad, "a residual branch must hold one attention or feed-forward layer")
+    known = ("mh_dot_self_att", "mh_dot_src_att", "ffl", "ff", "linear")
+    why = (
+        "a residual branch must hold one attention or feed-forward layer"
+        if bad[0].name in known
+        else "CTranslate2's Transformer has no such layer"
+    )
+    raise _refuse(program, *bad, why)
 
 
 def _walk(program, nodes, modules, side: Side, pending: list) -> None:
