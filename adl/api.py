@@ -203,3 +203,28 @@ def _parse(src: Source, given: object) -> ast.File:
             "file of that name pass pathlib.Path(...)",
         )
         raise ADLError([first, *exc.diagnostics[1:]]) from None
+
+
+def load_model(
+    path: TextOrPath,
+    checkpoint: str = "best",
+    device: str = "cpu",
+    decode_attention: str | None = None,
+):
+    """A trained model ready to translate, score and show its attention: an
+    :class:`adl.runtime.translator.Translator` from a run directory (``checkpoint``: best |
+    last | average | a file name in RUN/checkpoints), a checkpoint file, or a folder
+    written by ``adl export``. ``device``: cpu, cuda or cuda:N. ``decode_attention`` (soft
+    | hard) decodes the decoder's attention that way, whatever it was trained with.
+
+        >>> t = adl.load_model("runs/tiny")              # doctest: +SKIP
+        >>> t.translate(["a b c"], beam=4)               # doctest: +SKIP
+        ['c b a']
+
+    Nothing is unpickled: checkpoints load with ``torch.load(weights_only=True)``, exports
+    from JSON and safetensors. The runtime (and torch) is imported here, on first use, so
+    ``import adl`` stays light."""
+    import importlib
+
+    translator = importlib.import_module("adl.runtime.translator")  # the runtime, on first use
+    return translator.Translator.load(path, checkpoint, device, decode_attention)

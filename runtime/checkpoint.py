@@ -235,12 +235,20 @@ def load_for_inference(
     a checkpoint file name) or from a checkpoint file. The model is in eval mode on
     ``device``; the tokenizers come from the checkpoint itself. ``decode_attention``
     (soft | hard) decodes the decoder's attention that way (``adl.build``)."""
-    import adl
-
     from .tokenizer import Tokenizers
 
     path = resolve(run_or_file, which)
     state = load(path)
+    model = model_from_state(state, path, decode_attention)
+    model.to(device).eval()
+    return model, Tokenizers.from_state(state["tokenizer"])
+
+
+def model_from_state(state: dict[str, Any], path: Path, decode_attention: str | None = None):
+    """The model a loaded checkpoint describes, with its weights; its description goes
+    through ``adl.build_from_spec``'s bounded check before anything is built."""
+    import adl
+
     try:
         model = adl.build_from_spec(state.get("spec"), decode_attention=decode_attention)
     except adl.ADLError as exc:
@@ -252,8 +260,7 @@ def load_for_inference(
             f"{path}: its weights do not fit the model it describes (a "
             "checkpoint of another architecture, or a damaged one)"
         ) from None
-    model.to(device).eval()
-    return model, Tokenizers.from_state(state["tokenizer"])
+    return model
 
 
 def first_mismatch(model: dict[str, torch.Tensor], weights: dict[str, torch.Tensor]) -> str | None:

@@ -16,36 +16,7 @@ import torch
 from torch import Tensor
 
 from .errors import DataError
-
-
-def read_lines(path: str | Path) -> list[str]:
-    """The lines of a UTF-8 text file (without line ends); raises :class:`DataError`."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise DataError(f"{path}: is a directory, not a text file") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read: {exc.strerror}") from None
-    if not data.strip():
-        raise DataError(f"{path}: empty file")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise DataError(
-            f"{path}:{line}: not valid UTF-8 (byte {column} of the line: "
-            f"{data[exc.start : exc.start + 1]!r})"
-        ) from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    lines = text.split("\n")  # not splitlines(): U+2028 and friends are not line ends here
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+from .lines import read_lines
 
 
 @dataclass

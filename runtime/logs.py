@@ -7,7 +7,6 @@ import json
 import logging
 import math
 import sys
-import time
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -22,59 +21,43 @@ def duration(seconds: float) -> str:
 
 
 class Progress:
-    """A one-line progress bar on a terminal (steps, tokens/s, loss, learning rate, ETA).
-
-    Off a terminal it draws nothing: the periodic log lines say the same."""
+    """The training progress bar on a terminal (a tqdm bar: steps, ETA, and tokens/s, loss
+    and learning rate after it). Off a terminal it draws nothing: the periodic log lines say
+    the same."""
 
     def __init__(self, total: int, stream: TextIO | None = None, start: int = 0):
+        from tqdm import tqdm
+
         self.stream = stream or sys.stderr
         self.live = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.total, self.start_step = total, start
-        self.t0 = time.monotonic()
-        self.last_draw = 0.0
-        self.text = ""
-
-    def eta(self, step: int) -> float:
-        done = step - self.start_step
-        if not self.total or done <= 0:
-            return float("nan")
-        return (time.monotonic() - self.t0) / done * max(self.total - step, 0)
+        self.bar = tqdm(
+            total=total or None,
+            initial=start,
+            file=self.stream,
+            disable=not self.live,
+            unit=" steps",
+            desc="step",
+            mininterval=0.2,
+            dynamic_ncols=True,
+        )
 
     def update(self, step: int, tokens_per_s: float, loss: float, lr: float) -> None:
         if not self.live:
             return
-        now = time.monotonic()
-        if now - self.last_draw < 0.2 and step != self.total:
-            return
-        self.last_draw = now
-        total = f"/{self.total:,}" if self.total else ""
-        width = 20
-        bar = ""
-        if self.total:
-            filled = int(width * min(step / self.total, 1.0))
-            bar = "[" + "#" * filled + "." * (width - filled) + "] "
-        self.text = (
-            f"{bar}step {step:,}{total} | {tokens_per_s:,.0f} tok/s | loss "
-            f"{loss:.3f} | lr {lr:.2e} | ETA {duration(self.eta(step))}"
+        self.bar.set_postfix_str(
+            f"{tokens_per_s:,.0f} tok/s | loss {loss:.3f} | lr {lr:.2e}", refresh=False
         )
-        self.stream.write("\r\033[K" + self.text)
-        self.stream.flush()
+        self.bar.update(step - self.bar.n)
 
     def clear(self) -> None:
-        if self.live and self.text:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
+        """Take the bar off the line (a log line is printed next)."""
+        self.bar.clear()
 
     def redraw(self) -> None:
-        if self.live and self.text:
-            self.stream.write(self.text)
-            self.stream.flush()
+        self.bar.refresh()
 
     def close(self) -> None:
-        if self.live and self.text:
-            self.stream.write("\n")
-            self.stream.flush()
-            self.text = ""
+        self.bar.close()
 
 
 class _ConsoleHandler(logging.StreamHandler):

@@ -15,6 +15,7 @@ from . import average as average_cmd
 from . import compile as compile_cmd
 from . import data as data_cmd
 from . import demo as demo_cmd
+from . import export as export_cmd
 from . import sweep as sweep_cmd
 from . import train as train_cmd
 from . import translate as translate_cmd
@@ -29,6 +30,7 @@ COMMANDS = [
     train_cmd,
     translate_cmd,
     average_cmd,
+    export_cmd,
     viz_cmd,
     sweep_cmd,
 ]

@@ -11,7 +11,7 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
         "--model",
         required=True,
         metavar="RUN",
-        help="a run directory of adl train (or a checkpoint file)",
+        help="a run directory of adl train, a checkpoint file, or a folder of adl export",
     )
     p.add_argument(
         "--checkpoint",
@@ -27,7 +27,8 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
         type=int,
         default=4096,
         metavar="TOKENS",
-        help="source tokens x beam per batch (default 4096)",
+        help="source tokens x beam per batch (default 4096); adl translate batches the "
+        "lines already read, up to TOKENS / beam lines",
     )
     p.add_argument(
         "--length-penalty",
@@ -61,6 +62,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--input, to standard output or --output.",
     )
     add_search_options(t)
+    t.add_argument(
+        "--engine",
+        choices=("adl", "ctranslate2"),
+        default="adl",
+        help="adl: the PyTorch model; ctranslate2: the CTranslate2 model of a folder written "
+        "by adl export --ctranslate2 (default adl)",
+    )
+    t.add_argument(
+        "--compute-type",
+        default="default",
+        metavar="TYPE",
+        help="CTranslate2's compute type (default: as exported; int8, float32, ...)",
+    )
     t.add_argument("--input", metavar="FILE", help="default: standard input")
     t.add_argument("--output", metavar="FILE", help="default: standard output")
     t.add_argument(
@@ -91,6 +105,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _options(args: argparse.Namespace):
     from adl.runtime.search import SearchOptions
+    from adl.runtime.translator import check_options
 
     from .common import UsageError
 
@@ -99,33 +114,113 @@ def _options(args: argparse.Namespace):
     nbest = getattr(args, "nbest", 1)
     if not 1 <= nbest <= args.beam:
         raise UsageError(f"--nbest must be between 1 and the beam size ({args.beam})")
-    return SearchOptions(
-        beam=args.beam,
-        nbest=nbest,
-        penalty=args.length_penalty,
-        alpha=args.alpha,
-        len_a=args.max_len_a,
-        len_b=args.max_len_b,
-        max_tokens=args.batch_size,
+    return check_options(
+        SearchOptions(
+            beam=args.beam,
+            nbest=nbest,
+            penalty=args.length_penalty,
+            alpha=args.alpha,
+            len_a=args.max_len_a,
+            len_b=args.max_len_b,
+            max_tokens=args.batch_size,
+        )
     )
 
 
-def _translate(args: argparse.Namespace, lines: list[str]):
-    from adl import runtime
+def _translator(args: argparse.Namespace):
     from adl.runtime.distributed import pick_device
-    from adl.runtime.inference import Counter, translate_lines
+
+    device = pick_device(args.device)
+    if getattr(args, "engine", "adl") == "ctranslate2":
+        from adl.runtime.ct2 import Ct2Translator
+
+        return Ct2Translator.load(args.model, device, args.compute_type)
+    from adl.runtime.translator import Translator
+
+    return Translator.load(args.model, args.checkpoint, device, args.decode_attention)
+
+
+def _progress(total: int | None):
+    """A tqdm bar on standard error, drawn only on a terminal."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        unit=" sentences",
+        file=sys.stderr,
+        disable=not sys.stderr.isatty(),
+        leave=False,
+        dynamic_ncols=True,
+    )
+
+
+def _translate_stream(args, translator, source, total, write) -> None:
+    """Translate numbered lines as they come from ``source`` (a LineStream), batching what
+    is already read, writing each output line at once; a warning per cut line."""
+    from adl.runtime.translator import translate_stream
 
     options = _options(args)
-    device = pick_device(args.device)
-    model, tokenizers = runtime.load_for_inference(
-        args.model, args.checkpoint, device, decode_attention=args.decode_attention
-    )
-    counter = Counter(len(lines)) if args.input_is_file else None
+    most = max(1, options.max_tokens // options.beam)
+    bar = _progress(total)
+    name = source.name
+
+    def warn(number: int, message: str) -> None:
+        bar.write(f"adl {args.command}: warning: {name}:{number}: {message}", file=sys.stderr)
+
     try:
-        return translate_lines(model, tokenizers, lines, options, device, counter)
+        translate_stream(
+            translator, iter(lambda: source.take(most), []), write, options, warn, bar.update
+        )
     finally:
-        if counter is not None:
-            counter.close()
+        bar.close()
+
+
+def _count_lines(path: str) -> int | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def run_translate(args: argparse.Namespace) -> int:
+    from adl.runtime.errors import DataError
+    from adl.runtime.lines import LineStream
+
+    _options(args)
+    translator = _translator(args)
+    if args.input is None:
+        source, total = LineStream(sys.stdin.buffer, "<stdin>"), None
+    else:
+        try:
+            source = LineStream(open(args.input, "rb"), args.input)
+        except OSError as exc:
+            raise DataError(f"{args.input}: cannot read: {exc.strerror}") from None
+        total = _count_lines(args.input)
+    out = sys.stdout if args.output is None else _open_output(args.output)
+
+    def write(line: str) -> None:
+        out.write(line + "\n")
+        out.flush()
+
+    try:
+        _translate_stream(args, translator, source, total, write)
+    finally:
+        if args.input is not None:
+            source.stream.close()
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
+def _open_output(path: str):
+    from adl.runtime.errors import DataError
+
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as exc:
+        raise DataError(f"{path}: cannot write: {exc.strerror}") from None
 
 
 def _write(path: str | None, lines: list[str]) -> None:
@@ -133,40 +228,31 @@ def _write(path: str | None, lines: list[str]) -> None:
     if path is None:
         sys.stdout.write(text)
     else:
-        with open(path, "w", encoding="utf-8") as f:
+        with _open_output(path) as f:
             f.write(text)
 
 
-def run_translate(args: argparse.Namespace) -> int:
-    from adl.runtime.inference import nbest_lines, read_lines
-
-    _options(args)
-    lines = read_lines(args.input)
-    args.input_is_file = args.input is not None
-    results = _translate(args, lines)
-    if args.nbest > 1:
-        _write(args.output, nbest_lines(results))
-    else:
-        _write(args.output, [hyps[0][0] for hyps in results])
-    return 0
-
-
 def run_eval(args: argparse.Namespace) -> int:
-    from adl.runtime.inference import read_lines, report, score
+    from adl.runtime.inference import report, score
+    from adl.runtime.lines import LineStream, read_lines
 
     from .common import UsageError
 
-    refs = read_lines(args.ref)
+    refs = read_lines(args.ref, allow_empty=True)
     if args.hyp is not None:
         if args.model is not None or args.src is not None:
             raise UsageError("give --hyp, or --model with --src, not both")
-        hyps = read_lines(args.hyp)
+        hyps = read_lines(args.hyp, allow_empty=True)
         hyp_name = args.hyp
     else:
         if args.model is None or args.src is None:
             raise UsageError("give --model RUN and --src FILE (or --hyp FILE)")
-        args.input_is_file = True
-        hyps = [h[0][0] for h in _translate(args, read_lines(args.src))]
+        _options(args)
+        sources = read_lines(args.src, allow_empty=True)  # all of it is valid before decoding
+        translator = _translator(args)
+        hyps = []
+        with open(args.src, "rb") as f:
+            _translate_stream(args, translator, LineStream(f, args.src), len(sources), hyps.append)
         hyp_name = f"translations of {args.src}"
         if args.output:
             _write(args.output, hyps)

@@ -184,7 +184,8 @@ def _decode(job: Job, decoding: DecodeJob, config, device, threads: int) -> None
     """Translate the test set with the run's model for ``decoding.system``; write its
     test.hyp and result.json (last: its presence says the decoding is done)."""
     from ..checkpoint import load_for_inference
-    from ..inference import read_lines, score, translate_lines
+    from ..inference import score, translate_lines
+    from ..lines import read_lines
     from .measure import Peak
     from .spec import split_decode
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..inference import read_lines
+from ..lines import read_lines
 from .plan import Plan, decoded
 from .significance import paired_test
 from .state import HYP, RESULT, read_json, write_json, write_text
@@ -132,7 +132,7 @@ def build(plan: Plan) -> Table:
             results[decoding.system][decoding.seed] = result
         else:
             missing.append(f"{decoding.system} seed {decoding.seed}")
-    refs = read_lines(plan.data.test[1])
+    refs = read_lines(plan.data.test[1], allow_empty=True)
     if spec.data.test_max:
         refs = refs[: spec.data.test_max]
     rows = []
@@ -177,8 +177,8 @@ def build(plan: Plan) -> Table:
         if not seeds:
             continue
         test = paired_test(
-            [read_lines(plan.folder(base.system, s) / HYP) for s in seeds],
-            [read_lines(plan.folder(row.system, s) / HYP) for s in seeds],
+            [read_lines(plan.folder(base.system, s) / HYP, allow_empty=True) for s in seeds],
+            [read_lines(plan.folder(row.system, s) / HYP, allow_empty=True) for s in seeds],
             refs,
             spec.test,
             spec.samples,

@@ -34,6 +34,32 @@ def test_the_quick_start_runs_as_written(tmp_path):
     promised = re.search(r"The last line prints `(.*?)`", DOC).group(1)
     assert r.stdout.strip().splitlines()[-1] == promised
     assert (tmp_path / "toy" / "run" / "checkpoints" / "average.pt").is_file()
+    # "Using a trained model" goes on in toy/: its Python prints what the page shows, and
+    # the export and CTranslate2 commands write and print what it shows
+    section = DOC[DOC.index("## Using a trained model") : DOC.index("## Translating and scoring")]
+    script = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    shown = re.search(r"prints\n\n```text\n(.*?)```", section, re.S).group(1)
+    r = subprocess.run(
+        ["bash", "-e", "-c", script],
+        cwd=tmp_path / "toy",
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout == shown
+    for command, output in re.findall(r"^\$ (.*)\n((?:[^$`].*\n)*)", section, re.M):
+        r = subprocess.run(
+            ["bash", "-e", "-c", command],
+            cwd=tmp_path / "toy",
+            env=e,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert r.returncode == 0, (command, r.stderr[-3000:])
+        assert r.stdout == output, command
 
 
 def test_the_presets_table_lists_every_preset():
@@ -44,6 +70,7 @@ def test_the_presets_table_lists_every_preset():
 def test_every_setting_named_exists():
     named = set(re.findall(r"`((?:model|data|optim|schedule|train)\.\w+)", DOC))
     named -= {"train.en", "train.de"}  # data files in the examples
+    named -= {"model.json", "model.safetensors"}  # the files of adl export
     assert named and named <= set(cfg.keys())
 
 

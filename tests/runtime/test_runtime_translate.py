@@ -163,3 +163,121 @@ def test_bad_input_gets_one_clear_message(run, tmp_path, monkeypatch):
     assert code == 1 and "has 1 lines but" in err
     assert run_cli("eval", "--ref", str(short))[0] == 2
     assert run_cli("translate", "--model", str(out), "--beam", "0")[0] == 2
+
+
+def _readline(stream, seconds=60.0) -> str:
+    """One line of a child's output, or a failure after ``seconds`` (never a hang)."""
+    import select
+
+    ready, _, _ = select.select([stream], [], [], seconds)
+    assert ready, "no output line in time"
+    return stream.readline()
+
+
+def test_translate_streams_each_line_before_the_next_is_written(run):
+    import signal
+    import subprocess
+
+    from runtime_helpers import adl_command, env
+
+    tmp, out = run
+    child = subprocess.Popen(
+        adl_command("translate", "--model", str(out), "--beam", "2"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(),
+    )
+    try:
+        child.stdin.write("a b c d\n")
+        child.stdin.flush()
+        assert _readline(child.stdout) == "d c b a\n"  # before the second line exists
+        child.stdin.write("\n")
+        child.stdin.flush()
+        assert _readline(child.stdout) == "\n"  # an empty line gives an empty line
+        child.stdin.write("q r s\n")
+        child.stdin.close()  # Ctrl-D: the end of the input ends it cleanly
+        assert _readline(child.stdout) == "s r q\n"
+        assert child.wait(60) == 0
+        assert "Traceback" not in child.stderr.read()
+    finally:
+        child.kill()
+        child.wait()
+    # Ctrl-C: exit 130, no traceback, the lines already translated already written
+    child = subprocess.Popen(
+        adl_command("translate", "--model", str(out), "--beam", "2"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(),
+    )
+    try:
+        child.stdin.write("e f g\n")
+        child.stdin.flush()
+        assert _readline(child.stdout) == "g f e\n"
+        child.send_signal(signal.SIGINT)
+        assert child.wait(60) == 130
+        err = child.stderr.read()
+        assert "Traceback" not in err and "interrupted" in err
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_out_of_range_search_settings_are_refused_with_one_message(run):
+    tmp, out = run
+    for flag, value, words in (
+        ("--batch-size", "0", "batch size must be at least 1"),
+        ("--alpha", "nan", "alpha must be a finite number"),
+        ("--max-len-a", "-1", "max-len-a must be a finite number >= 0"),
+        ("--max-len-b", "-3", "max-len-b must be >= 0"),
+    ):
+        code, stdout, err = run_cli("translate", "--model", str(out), flag, value)
+        assert code == 1 and stdout == "", (flag, err)
+        assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def _learn_pos_checkpoint(out, tmp_path, positions: int):
+    """A checkpoint of the run's tokenizers with an (untrained) learn_pos model."""
+    import adl
+
+    state = ckpt.load(out / "checkpoints" / "last.pt")
+    spec = dict(state["spec"])
+    spec["encoder"] = f"learn_pos(max_seq_len={positions}) -> res_nd(ffl) -> norm\n"
+    spec["decoder"] = (
+        f"learn_pos(max_seq_len={positions}) -> res_nd(mh_dot_self_att) -> "
+        "res_nd(mh_dot_src_att) -> norm\n"
+    )
+    torch.manual_seed(0)
+    model = adl.build_from_spec(spec)
+    state["spec"], state["model"] = model.spec.to_dict(), model.state_dict()
+    path = tmp_path / "learn_pos.pt"
+    torch.save(state, path)
+    return path
+
+
+def test_an_overlong_line_is_cut_with_a_warning_and_loses_no_other_line(run, tmp_path):
+    tmp, out = run
+    path = _learn_pos_checkpoint(out, tmp_path, positions=8)
+    src = tmp_path / "in.txt"
+    long_line = " ".join("abcdefghijklmnopqrst")  # 20 pieces and more: over 7 positions
+    src.write_text(f"a b\n{long_line}\nc d\n")
+    for beam in ("1", "3"):
+        code, stdout, err = run_cli(
+            "translate", "--model", str(path), "--input", str(src), "--beam", beam
+        )
+        assert code == 0 and "Traceback" not in err, err
+        assert len(stdout.split("\n")) == 4  # three output lines
+        warnings = [line for line in err.splitlines() if "warning" in line]
+        assert len(warnings) == 1 and f"{src}:2:" in warnings[0]
+        assert "more than the model's 7 source positions" in warnings[0]
+        assert "learn_pos(max_seq_len=8)" in warnings[0]
+    # the Python API cuts it the same way and says so as a warning
+    from adl.runtime.translator import Translator
+
+    translator = Translator.load(path)
+    with pytest.warns(UserWarning, match="line 2: .* more than the model's 7 source positions"):
+        found = translator.translate(["a b", long_line, "c d"], beam=2)
+    assert len(found) == 3
