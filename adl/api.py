@@ -224,7 +224,6 @@ def load_model(
     Nothing is unpickled: checkpoints load with ``torch.load(weights_only=True)``, exports
     from JSON and safetensors. The runtime (and torch) is imported here, on first use, so
     ``import adl`` stays light."""
-    import importlib
+    from adl.runtime.translator import Translator  # the one door from the core to the runtime
 
-    translator = importlib.import_module("adl.runtime.translator")  # the runtime, on first use
-    return translator.Translator.load(path, checkpoint, device, decode_attention)
+    return Translator.load(path, checkpoint, device, decode_attention)

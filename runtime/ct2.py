@@ -161,7 +161,8 @@ def _walk(program, nodes, modules, side: Side, pending: list) -> None:
         else:
             raise _refuse(program, node, module, "CTranslate2 has no such layer")
     if pending and nodes is program.network.chain.nodes:
-        raise _refuse(program, *pending[0][0], "a post-norm residual must be followed by norm")
+        node, module = pending[0][0]
+        raise _refuse(program, node, module, "a post-norm residual must be followed by norm")
 
 
 def _check_attention(program, node, module) -> None:
@@ -341,6 +342,7 @@ def _attention(att_spec, sub: Sublayer, self_attention: bool) -> None:
 
 
 def _ffn(ffn_spec, sub: Sublayer) -> None:
+    assert sub.ffn is not None, "a feed-forward sublayer carries its linears"
     first, second, _ = sub.ffn
     _linear(ffn_spec.linear_0, first)
     _linear(ffn_spec.linear_1, second)

@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -211,7 +212,7 @@ class Translator:
         max_len_a: float = 1.5,
         max_len_b: int = 10,
         batch_size: int = 4096,
-    ) -> list:
+    ) -> Any:
         """Translations of ``lines`` (a str: one sentence, one result). ``nbest`` 1: a str
         per line; more: a list of ``(text, score)`` per line, best first, where the score is
         the log-probability divided by the length penalty (what the beam ranks by).
@@ -226,7 +227,7 @@ class Translator:
             len_b=max_len_b,
             max_tokens=batch_size,
         )
-        found = self.search([lines] if one else list(lines), options)
+        found = self.search([lines] if isinstance(lines, str) else list(lines), options)
         out: list = (
             [hyps[0][0] for hyps in found]
             if nbest == 1

@@ -134,7 +134,7 @@ def _translator(args: argparse.Namespace):
     if getattr(args, "engine", "adl") == "ctranslate2":
         from adl.runtime.ct2 import Ct2Translator
 
-        return Ct2Translator.load(args.model, device, args.compute_type)
+        return Ct2Translator.load(args.model, str(device), args.compute_type)
     from adl.runtime.translator import Translator
 
     return Translator.load(args.model, args.checkpoint, device, args.decode_attention)
