@@ -226,4 +226,4 @@ def load_model(
     ``import adl`` stays light."""
     from adl.runtime.translator import Translator  # the one door from the core to the runtime
 
-    return Translator.load(path, checkpoint, device, decode_attention)
+    return Translator.load(Path(path), checkpoint, device, decode_attention)
