@@ -154,10 +154,14 @@ class TokenCache:
             with open(tmp, "xb") as f:  # the user's umask, as any file the run writes
                 write(f)
             os.replace(tmp, path)
-        except OSError as exc:
+        except (OSError, RuntimeError) as exc:  # torch.save reports a full disk so
             self._writable = False
             self.warn(
-                f"token cache: cannot write in {self.directory} ({exc.strerror or exc}); "
+                f"token cache: cannot write in {self.directory} "
+                f"({getattr(exc, 'strerror', None) or exc}); "
                 "going on without it (set data.cache_dir, or data.cache=false)"
             )
-            tmp.unlink(missing_ok=True)
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
