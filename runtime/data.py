@@ -9,6 +9,7 @@ importable from here too. Tokenized pairs can come from the token cache
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -98,7 +99,7 @@ class FilterStats:
     src_tokens: int = 0  # source tokens of the kept pairs
     tgt_tokens: int = 0  # target tokens of the kept pairs
     limits: Limits = Limits()
-    fit_len: int = 0  # the max_len that would keep 99 % of the pairs (when some are too long)
+    fit_len: int = 0  # the max_len that keeps 1 - LOUD_SHARE of the pairs (when some are dropped)
 
     @property
     def pairs(self) -> int:
@@ -149,16 +150,21 @@ class FilterStats:
         lost = self.too_long + self.over_positions
         if lost <= LOUD_SHARE * self.pairs:
             return None
-        head = f"{name}: {self._share(lost)} of the pairs ({lost:,} of {self.pairs:,}) are "
-        if self.too_long >= self.over_positions:
-            fix = f" (--set data.max_len={self.fit_len} keeps 99 %)" if self.fit_len else ""
-            return (
-                f"{head}longer than data.max_len={self.limits.max_len} tokens and were "
-                f"dropped: raise data.max_len{fix}"
+        causes, fixes = [], []
+        if self.too_long:
+            causes.append(f"data.max_len={self.limits.max_len} tokens")
+            keeps = (
+                f" (--set data.max_len={self.fit_len} keeps {100 * (1 - LOUD_SHARE):.0f} %)"
+                if self.fit_len > self.limits.max_len
+                else ""
             )
+            fixes.append(f"raise data.max_len{keeps}")
+        if self.over_positions:
+            causes.append(self._positions())
+            fixes.append("give learn_pos a larger max_len in the model's .adl files")
         return (
-            f"{head}longer than {self._positions()} and were dropped: give learn_pos a "
-            "larger max_len in the model's .adl files"
+            f"{name}: {self._share(lost)} of the pairs ({lost:,} of {self.pairs:,}) are longer "
+            f"than {' or '.join(causes)} and were dropped: {'; '.join(fixes)}"
         )
 
 
@@ -224,7 +230,8 @@ def length_filter(src: TokenArray, tgt: TokenArray, limits: Limits, stats: Filte
     stats.bad_ratio = int(bad_ratio.sum())
     if stats.too_long and len(longest):
         ranked = longest.sort().values
-        stats.fit_len = int(ranked[min(int(0.99 * len(ranked)), len(ranked) - 1)])
+        kept = math.ceil((1 - LOUD_SHARE) * len(ranked))  # no warning at this max_len
+        stats.fit_len = int(ranked[max(kept - 1, 0)])
     return keep.nonzero().squeeze(1)
 
 
