@@ -91,6 +91,13 @@ class TextPairs:
     tgt_path: str  # the same file as src_path for TSV and JSONL
     lines: int  # lines read (in each file)
     empty: int  # pairs skipped because a side was empty
+    unused: int = 0  # non-empty pairs left out at the end (data.valid_max)
+
+    def first(self, n: int) -> None:
+        """Keep the first ``n`` pairs (0: all); the rest are counted as unused."""
+        if n and len(self.src) > n:
+            self.unused += len(self.src) - n
+            self.src, self.tgt = self.src[:n], self.tgt[:n]
 
     @property
     def name(self) -> str:

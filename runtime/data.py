@@ -92,6 +92,7 @@ class Limits:
 class FilterStats:
     lines: int = 0  # lines per file
     empty: int = 0  # pairs with an empty side, skipped
+    unused: int = 0  # pairs after the first data.valid_max, not used
     too_long: int = 0  # pairs over data.max_len tokens on a side, dropped
     over_positions: int = 0  # other pairs longer than the model's learned positions, dropped
     bad_ratio: int = 0  # pairs whose token ratio exceeds max_ratio, dropped
@@ -104,7 +105,7 @@ class FilterStats:
     @property
     def pairs(self) -> int:
         """Pairs with both sides non-empty (what the filters see)."""
-        return self.lines - self.empty
+        return self.lines - self.empty - self.unused
 
     def _share(self, n: int) -> str:
         return f"{100 * n / max(self.pairs, 1):.1f} %"
@@ -124,6 +125,10 @@ class FilterStats:
         parts = [f"{name}: {self.lines:,} lines"]
         if self.empty:
             parts.append(f"{self.empty:,} with an empty side skipped")
+        if self.unused:
+            parts.append(
+                f"{self.unused:,} after the first {self.pairs:,} pairs not used (data.valid_max)"
+            )
         if self.too_long:
             parts.append(
                 f"{self.too_long:,} of {self.pairs:,} pairs ({self._share(self.too_long)}) "
@@ -257,7 +262,7 @@ def encode_pairs(
     src, tgt = tokens or tokenize(pairs, encode_src, encode_tgt, chunk)
     if len(src) != len(pairs.src) or len(tgt) != len(pairs.tgt):
         raise ValueError("the token arrays do not match the text pairs")
-    stats = FilterStats(lines=pairs.lines, empty=pairs.empty)
+    stats = FilterStats(lines=pairs.lines, empty=pairs.empty, unused=pairs.unused)
     keep = length_filter(src, tgt, limits, stats)
     src, tgt = src.select(keep), tgt.select(keep)
     stats.kept = len(keep)

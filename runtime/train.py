@@ -210,8 +210,7 @@ class Trainer:
                 "give both validation files (--valid PREFIX, or --valid-src and --valid-tgt)"
             )
         text = read_split(d, "valid")
-        if d.valid_max:
-            text.src, text.tgt = text.src[: d.valid_max], text.tgt[: d.valid_max]
+        text.first(d.valid_max)
         return text
 
     def _token_cache(self) -> TokenCache | None:

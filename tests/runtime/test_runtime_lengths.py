@@ -134,3 +134,15 @@ def test_a_run_that_drops_many_long_pairs_says_so_loudly(tmp_path):
         "data.max_len=20 tokens and were dropped: raise data.max_len (--set data.max_len="
         in loud[0]
     )
+
+
+def test_pairs_left_out_by_valid_max_are_counted_apart():
+    text = TextPairs(["a b"] * 9 + ["a b c"], ["c"] * 10, "v.en", "v.de", 12, 2)
+    text.first(6)
+    assert len(text.src) == 6 and text.unused == 4
+    stats = encode_pairs(text, _ids, _ids).stats
+    assert stats.pairs == 6 and stats.kept == 6
+    assert stats.describe("validation data (v.en + v.de)") == (
+        "validation data (v.en + v.de): 12 lines, 2 with an empty side skipped, 4 after the "
+        "first 6 pairs not used (data.valid_max), 6 pairs kept (12 source / 6 target tokens)"
+    )
