@@ -28,10 +28,15 @@ def configure(
     valid: tuple[str, str] | str | None = None,
     resume_from: str | Path | None = None,
     compile: bool = False,
+    init_from: str | Path | None = None,
+    new_tokenizer: bool = False,
 ) -> Config:
     """``train``/``valid``: (source file, target file), or one file of pairs (``.tsv``,
     ``.jsonl``, optionally ``.gz``). ``resume_from``: a run directory whose config.yaml is
-    the starting point."""
+    the starting point. ``init_from``: a run directory or checkpoint whose weights start a
+    new run (``new_tokenizer``: not with its tokenizer)."""
+    if init_from is not None and resume_from is not None:
+        raise ConfigError("--init-from starts a new run: it does not go with --resume")
     stored = None
     if resume_from is not None:
         run = RunDir(Path(resume_from))
@@ -53,6 +58,10 @@ def configure(
             setattr(config.data, f"{split}_tgt", two[1])
     if compile:
         config.train.compile = True
+    if init_from is not None:
+        config.train.init_from = str(init_from)
+    if new_tokenizer:
+        config.train.new_tokenizer = True
     for item in sets:
         key, value = cfgmod.parse_override(item)
         cfgmod.set_value(config, key, value)
@@ -90,6 +99,7 @@ PATHS = {
         "spm_tgt",
         "cache_dir",
     ),
+    "train": ("init_from",),
 }
 
 

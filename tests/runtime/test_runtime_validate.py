@@ -75,7 +75,9 @@ def test_each_validation_logs_its_wall_time(tmp_path):
     assert [r["step"] for r in valid] == [2, 4]
     assert all(isinstance(r["seconds"], float) and r["seconds"] > 0 for r in valid)
     log = (out / "train.log").read_text()
-    times = re.findall(r"validation at step \d \(([\d.]+)s, validation (\d+) % of the run", log)
+    times = re.findall(
+        r"validation at step \d: .* \| ([\d.]+)s, validation (\d+) % of the run", log
+    )
     assert len(times) == 2
     assert all(abs(float(t) - r["seconds"]) <= 0.051 for (t, _), r in zip(times, valid))
     assert "greedy translations of a fixed sample of 10 of the 30 sentences" in log
