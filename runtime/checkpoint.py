@@ -222,7 +222,8 @@ def _had_validation(run: RunDir) -> bool:
     if not run.config.is_file():
         return True
     data = read_yaml(run.config) or {}
-    return bool((data.get("data") or {}).get("valid_src"))
+    section = data.get("data") or {}
+    return bool(section.get("valid_src") or section.get("valid"))
 
 
 def load_for_inference(

@@ -40,10 +40,14 @@ class ModelConfig:
 
 @dataclass
 class DataConfig:
+    train: str | None = None  # training pairs in one file: .tsv, .jsonl (.gz too); or:
     train_src: str | None = None  # training source text, one sentence a line
     train_tgt: str | None = None  # training target text, line-aligned with train_src
     valid_src: str | None = None  # validation source (optional: no validation without it)
     valid_tgt: str | None = None  # validation target (reference translations)
+    valid: str | None = None  # validation pairs in one file (as data.train), instead
+    src_field: str = "src"  # JSONL: the field of the source sentence
+    tgt_field: str = "tgt"  # JSONL: the field of the target sentence
     joint_vocab: bool = True  # one sentencepiece model for both languages
     vocab_size: int = 8000  # pieces per sentencepiece model (a soft limit on small data)
     spm_type: str = "unigram"  # sentencepiece model type: unigram | bpe | char | word
@@ -55,6 +59,8 @@ class DataConfig:
     max_len: int = 256  # drop pairs with more tokens than this on a side (0: keep)
     max_ratio: float = 9.0  # drop pairs with a token ratio above this (0: keep; Moses' 9)
     valid_max: int = 0  # validation sentences used (0: all)
+    cache: bool = True  # keep tokenized data and trained sentencepiece models, by content hash
+    cache_dir: str | None = None  # where (default: .adl-cache beside the run directory)
 
 
 @dataclass
@@ -94,6 +100,7 @@ class TrainConfig:
     best_metric: str = "ppl"  # best.pt is best by: ppl | loss | acc | bleu | chrf
     patience: int = 0  # stop after this many validations without a better best (0: never)
     bleu: bool = True  # greedy-decode the validation set for BLEU and chrF
+    valid_bleu_sentences: int = 300  # BLEU/chrF on a fixed sample of this many (0: all)
     decode_len_a: float = 1.5  # greedy decoding stops at a * source length + b tokens
     decode_len_b: int = 10  # (see decode_len_a)
     max_bad_steps: int = 10  # stop after this many non-finite losses in a row
@@ -158,6 +165,18 @@ class Config:
         for section, key in positive:
             if getattr(getattr(self, section), key) <= 0:
                 raise ConfigError(f"{section}.{key} must be positive")
+        for split in ("train", "valid"):
+            d = self.data
+            if getattr(d, split) and (getattr(d, f"{split}_src") or getattr(d, f"{split}_tgt")):
+                raise ConfigError(
+                    f"give data.{split} (one file of pairs) or data.{split}_src and "
+                    f"data.{split}_tgt, not both"
+                )
+        for section, key in (("data", "max_len"), ("data", "valid_max")):
+            if getattr(getattr(self, section), key) < 0:
+                raise ConfigError(f"{section}.{key} must be 0 (no limit) or positive")
+        if self.train.valid_bleu_sentences < 0:
+            raise ConfigError("train.valid_bleu_sentences must be 0 (all) or positive")
         if len(self.optim.betas) != 2:
             raise ConfigError("optim.betas takes two numbers, e.g. [0.9, 0.98]")
         if self.optim.lr <= 0:
@@ -172,7 +191,8 @@ class Config:
                 "train.bleu=true (greedy decoding of the validation set)"
             )
         t = self.train
-        if not (t.max_steps or t.max_epochs or (t.patience and self.data.valid_src)):
+        has_valid = self.data.valid_src or self.data.valid
+        if not (t.max_steps or t.max_epochs or (t.patience and has_valid)):
             raise ConfigError(
                 "the run would never end: set train.max_steps, "
                 "train.max_epochs, or train.patience with a validation set"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import config as cfgmod
 from .config import Config
+from .corpus import pair_format
 from .data import files_of
 from .errors import ConfigError, UserError
 from .rundir import RunDir
@@ -23,16 +24,17 @@ def configure(
     *,
     preset: str | None = None,
     sets: Sequence[str] = (),
-    train: tuple[str, str] | None = None,
-    valid: tuple[str, str] | None = None,
+    train: tuple[str, str] | str | None = None,
+    valid: tuple[str, str] | str | None = None,
     resume_from: str | Path | None = None,
     compile: bool = False,
     init_from: str | Path | None = None,
     new_tokenizer: bool = False,
 ) -> Config:
-    """``train``/``valid``: (source file, target file). ``resume_from``: a run directory
-    whose config.yaml is the starting point. ``init_from``: a run directory or checkpoint
-    whose weights start a new run (``new_tokenizer``: not with its tokenizer)."""
+    """``train``/``valid``: (source file, target file), or one file of pairs (``.tsv``,
+    ``.jsonl``, optionally ``.gz``). ``resume_from``: a run directory whose config.yaml is
+    the starting point. ``init_from``: a run directory or checkpoint whose weights start a
+    new run (``new_tokenizer``: not with its tokenizer)."""
     if init_from is not None and resume_from is not None:
         raise ConfigError("--init-from starts a new run: it does not go with --resume")
     stored = None
@@ -48,10 +50,12 @@ def configure(
 
         for key, value in assign_files(list(files)).items():
             setattr(config.model, key, value)
-    if train:
-        config.data.train_src, config.data.train_tgt = train
-    if valid:
-        config.data.valid_src, config.data.valid_tgt = valid
+    for split, given in (("train", train), ("valid", valid)):
+        if given:
+            one, two = (given, (None, None)) if isinstance(given, (str, Path)) else (None, given)
+            setattr(config.data, split, str(one) if one else None)
+            setattr(config.data, f"{split}_src", two[0])
+            setattr(config.data, f"{split}_tgt", two[1])
     if compile:
         config.train.compile = True
     if init_from is not None:
@@ -68,6 +72,7 @@ def configure(
             for section in ("model", "data")
             for name, value in getattr(config, section).__dict__.items()
             if getattr(getattr(stored, section), name) != value
+            and f"{section}.{name}" not in NOT_THE_RUNS
         ]
         if changed:
             raise ConfigError(
@@ -78,9 +83,22 @@ def configure(
     return config.validate()
 
 
+NOT_THE_RUNS = {"data.cache", "data.cache_dir"}  # settings a resumed run may change
+
 PATHS = {
     "model": ("encoder", "decoder", "joint"),
-    "data": ("train_src", "train_tgt", "valid_src", "valid_tgt", "spm_model", "spm_src", "spm_tgt"),
+    "data": (
+        "train",
+        "train_src",
+        "train_tgt",
+        "valid",
+        "valid_src",
+        "valid_tgt",
+        "spm_model",
+        "spm_src",
+        "spm_tgt",
+        "cache_dir",
+    ),
     "train": ("init_from",),
 }
 
@@ -96,13 +114,19 @@ def _absolute_paths(config: Config) -> None:
 
 def data_files(
     prefix: str | None, langs: Sequence[str] | None, src: str | None, tgt: str | None, what: str
-) -> tuple[str, str] | None:
-    """(source, target) from ``PREFIX`` + ``--langs`` or from explicit files."""
+) -> tuple[str, str] | str | None:
+    """(source, target) from ``PREFIX`` + ``--langs`` or from explicit files, or one file of
+    pairs (``--train FILE.tsv``, ``--train FILE.jsonl.gz``)."""
     if prefix and (src or tgt):
         raise ConfigError(f"give --{what} PREFIX or --{what}-src/--{what}-tgt, not both")
+    if prefix and pair_format(prefix):
+        return prefix
     if prefix:
         if not langs:
-            raise ConfigError(f"--{what} PREFIX needs --langs SRC TGT")
+            raise ConfigError(
+                f"--{what} PREFIX needs --langs SRC TGT (or give one file of pairs: "
+                f"--{what} FILE.tsv or FILE.jsonl)"
+            )
         return files_of(prefix, langs)
     if src or tgt:
         if not (src and tgt):

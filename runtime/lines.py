@@ -8,15 +8,19 @@ that is not UTF-8 is one :class:`DataError` naming the file and the line.
 
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import select
 import sys
+import zlib
 from collections import deque
 from pathlib import Path
 from typing import BinaryIO
 
 from .errors import DataError
+
+GZIP_MAGIC = b"\x1f\x8b"  # never the start of UTF-8 text (0x8b is a continuation byte)
 
 
 def _decode(raw: bytes, name: str, number: int) -> str:
@@ -32,27 +36,41 @@ def _decode(raw: bytes, name: str, number: int) -> str:
     return text[:-1] if text.endswith("\r") else text
 
 
+def read_bytes(path: str | Path) -> bytes:
+    """The bytes of a file, gunzipped when it is gzip-compressed (recognised by its content);
+    raises :class:`DataError`."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: is a directory, not a text file") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read: {exc.strerror}") from None
+    if data.startswith(GZIP_MAGIC):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise DataError(f"{path}: a damaged gzip file ({exc})") from None
+    return data
+
+
 def read_lines(
     path: str | Path | None, stream: BinaryIO | None = None, *, allow_empty: bool = False
 ) -> list[str]:
-    """The lines of a UTF-8 text file without their line ends (``path`` None: of ``stream``,
-    by default standard input). An empty file is an error unless ``allow_empty``; raises
-    :class:`DataError`."""
+    """The lines of a UTF-8 text file, gzip-compressed or not, without their line ends
+    (``path`` None: of ``stream``, by default standard input). A text without any ``\\n``
+    whose lines end in ``\\r`` (classic Mac OS) is split at ``\\r``. An empty file is an
+    error unless ``allow_empty``; raises :class:`DataError`."""
     name = str(path) if path is not None else "<stdin>"
-    try:
-        if path is not None:
-            data = Path(path).read_bytes()
-        else:
-            data = (stream or sys.stdin.buffer).read()
-    except FileNotFoundError:
-        raise DataError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise DataError(f"{name}: is a directory, not a text file") from None
-    except OSError as exc:
-        raise DataError(f"{name}: cannot read: {exc.strerror}") from None
+    if path is not None:
+        data = read_bytes(path)
+    else:
+        data = (stream or sys.stdin.buffer).read()
     if not allow_empty and not data.strip():
         raise DataError(f"{name}: empty file")
-    raw = data.split(b"\n")
+    end = b"\n" if b"\n" in data or b"\r" not in data else b"\r"
+    raw = data.split(end)
     if raw and raw[-1] == b"":
         raw.pop()
     return [_decode(line, name, number) for number, line in enumerate(raw, 1)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +73,32 @@ def build_model(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, length_ratio: 
     if not cfg.encoder:
         raise ConfigError("no model: give .adl files (model.encoder / model.joint)")
     return adl.build(cfg.encoder, cfg.decoder, **options)
+
+
+def position_limits(
+    cfg: ModelConfig | None = None, spec: Mapping[str, Any] | None = None
+) -> tuple[int, int]:
+    """The longest source and target, in tokens without eos and bos, that the model's learned
+    positions embed (``learn_pos(max_len=N)``: N - 1); 0 where nothing limits a side. From
+    the run's .adl files (``cfg``) or a checkpoint's model description (``spec``); raises
+    :class:`adl.ADLError` for a description that does not check."""
+    texts: dict[str, Any]
+    names: dict[str, Any]
+    if spec is not None:
+        s = adl.ModelSpec.from_dict(spec)
+        options, texts = s.hyper(), {"encoder": s.encoder, "decoder": s.decoder, "joint": s.joint}
+        names = dict(s.names)
+    else:
+        assert cfg is not None, "position_limits needs a model configuration or a spec"
+        options = dict(d_model=cfg.d_model, heads=cfg.heads, dropout=cfg.dropout, vars=cfg.vars)
+        files = {"encoder": cfg.encoder, "decoder": cfg.decoder, "joint": cfg.joint}
+        texts = {k: Path(v) if v else None for k, v in files.items()}
+        names = {}
+    if texts["joint"] is not None:
+        joint = adl.check(texts["joint"], role="joint", name=names.get("joint"), **options)
+        sides = (joint.network.max_length, joint.network.max_length)
+    else:
+        enc, dec = adl.check_model(texts["encoder"], texts["decoder"], **options)
+        sides = (enc.network.max_length, dec.network.max_length)
+    src, tgt = (max(n - 1, 1) if n else 0 for n in sides)
+    return src, tgt

@@ -8,18 +8,18 @@ alone is enough to translate.
 
 from __future__ import annotations
 
+import io
 import os
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import sentencepiece as spm
 import torch
 from torch import Tensor
 
 from .config import DataConfig
+from .corpus import TextPairs
 from .errors import DataError
 
 PAD, BOS, EOS, UNK = 0, 1, 2, 3
@@ -125,14 +125,10 @@ class Tokenizers:
         return cls(src, tgt, bool(state["joint"]))
 
 
-def train_sentencepiece(
-    inputs: Sequence[str], prefix: Path, cfg: DataConfig, threads: int = 0
-) -> bytes:
-    """Train one sentencepiece model on text files; returns the model's bytes."""
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    options: dict[str, Any] = dict(
-        input=list(inputs),
-        model_prefix=str(prefix),
+def sentencepiece_options(cfg: DataConfig) -> dict:
+    """The sentencepiece training options a configuration sets (the model depends on them;
+    the number of threads aside)."""
+    options = dict(
         vocab_size=cfg.vocab_size,
         model_type=cfg.spm_type,
         character_coverage=cfg.character_coverage,
@@ -141,21 +137,46 @@ def train_sentencepiece(
         eos_id=EOS,
         unk_id=UNK,
         hard_vocab_limit=False,  # small data may not support vocab_size pieces
-        minloglevel=2,
-        num_threads=threads or os.cpu_count() or 1,
     )
     if cfg.spm_sentences:
         options.update(input_sentence_size=cfg.spm_sentences, shuffle_input_sentence=True)
+    return options
+
+
+def train_sentencepiece(
+    sentences: Sequence[Sequence[str]], cfg: DataConfig, threads: int = 0, what: str = "data"
+) -> bytes:
+    """Train one sentencepiece model on lists of sentences (read by :mod:`runtime.corpus`:
+    sentencepiece never reads a file itself); returns the model's bytes. The model depends
+    only on the sentences, the settings and the number of threads."""
+    model = io.BytesIO()
     try:
-        spm.SentencePieceTrainer.train(**options)
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=(line for lines in sentences for line in lines),
+            model_writer=model,
+            minloglevel=2,
+            num_threads=threads or os.cpu_count() or 1,
+            **sentencepiece_options(cfg),
+        )
     except (RuntimeError, OSError) as exc:
-        raise DataError(f"sentencepiece could not train on {', '.join(inputs)}: {exc}") from None
-    return prefix.with_suffix(".model").read_bytes()
+        raise DataError(f"sentencepiece could not train on {what}: {exc}") from None
+    return model.getvalue()
 
 
-def make_tokenizers(cfg: DataConfig, directory: Path) -> Tokenizers:
+def write_vocab(model: bytes, path: Path) -> None:
+    """The pieces and their scores, one a line (``piece<TAB>score``, as spm_train writes)."""
+    sp = spm.SentencePieceProcessor(model_proto=model)
+    lines = (f"{sp.id_to_piece(i)}\t{sp.get_score(i):g}\n" for i in range(sp.get_piece_size()))
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+def make_tokenizers(
+    cfg: DataConfig, directory: Path, text: TextPairs | None = None, cache=None
+) -> Tokenizers:
     """Tokenizers from data.spm_* models (copied into the run), else trained on the training
-    data; saved in ``directory``."""
+    data ``text`` (read from the configuration's files when not given); saved in
+    ``directory``. ``cache`` (a :class:`~runtime.tokencache.TokenCache`) keeps trained
+    models by a hash of their sentences and settings."""
     read = _read_model
     if cfg.spm_model:
         tok = Tokenizers(read(cfg.spm_model), read(cfg.spm_model), True)
@@ -164,22 +185,27 @@ def make_tokenizers(cfg: DataConfig, directory: Path) -> Tokenizers:
             raise DataError("give both data.spm_src and data.spm_tgt (or one data.spm_model)")
         tok = Tokenizers(read(cfg.spm_src), read(cfg.spm_tgt), False)
     else:
-        work = directory / "work"
-        src, tgt = cfg.train_src, cfg.train_tgt
-        if src is None or tgt is None:
-            raise DataError("no training data to train the tokenizers on (data.train_src/tgt)")
+        if text is None:
+            from .corpus import read_split
+
+            text = read_split(cfg, "train")
+            if text is None:
+                raise DataError("no training data to train sentencepiece on")
+
+        def train(sides: list[list[str]]) -> bytes:
+            key = sentencepiece_options(cfg)
+            make = lambda: train_sentencepiece(sides, cfg, what=text.name)
+            return make() if cache is None else cache.sentencepiece(sides, key, make)
+
+        directory.mkdir(parents=True, exist_ok=True)
         if cfg.joint_vocab:
-            data = train_sentencepiece([src, tgt], work / "joint", cfg)
+            data = train([text.src, text.tgt])
             tok = Tokenizers(data, data, True)
+            write_vocab(data, directory / "joint.vocab")  # human-readable piece lists
         else:
-            tok = Tokenizers(
-                train_sentencepiece([src], work / "src", cfg),
-                train_sentencepiece([tgt], work / "tgt", cfg),
-                False,
-            )
-        for vocab in work.glob("*.vocab"):  # human-readable piece lists, kept for reading
-            shutil.copy(vocab, directory / vocab.name)
-        shutil.rmtree(work, ignore_errors=True)
+            tok = Tokenizers(train([text.src]), train([text.tgt]), False)
+            write_vocab(tok.src_model, directory / "src.vocab")
+            write_vocab(tok.tgt_model, directory / "tgt.vocab")
     tok.save(directory)
     return tok
 

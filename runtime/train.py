@@ -33,13 +33,15 @@ from . import config as config_mod
 from . import distributed
 from .batching import Batch, BatchStream
 from .config import Config
-from .data import ParallelData, TextPairs, encode_pairs, read_parallel
+from .corpus import TextPairs, read_split
+from .data import Limits, ParallelData, encode_pairs, tokenize
 from .errors import CheckpointError, RunDirError, TrainingStopped, UserError
 from .logs import Metrics, Progress, close_logger, duration, make_logger
 from .loss import token_loss
-from .model import build_model, check_model
+from .model import build_model, check_model, position_limits
 from .rundir import RunDir, RunLock, held_for_me, user_errors
 from .schedule import Schedule
+from .tokencache import DEFAULT_NAME, TokenCache
 from .tokenizer import Tokenizers, make_tokenizers
 from .validate import signatures, validate
 
@@ -143,8 +145,9 @@ class Trainer:
 
         random.seed(t.seed)
         torch.manual_seed(t.seed)
-        self.tokenizers = self._tokenizers(state)
-        self.train_data, self.valid_data = self._data(text, valid_text)
+        self.cache = self._token_cache()
+        self.tokenizers = self._tokenizers(state, text)
+        self.train_data, self.valid_data = self._data(text, valid_text, state)
         self.length_ratio = self.train_data.length_ratio
         self.model = self._model(state).to(self.device)
         self.needs_words = bool(getattr(self.model, "needs_src_words", False))
@@ -170,6 +173,8 @@ class Trainer:
         self.history: list[dict[str, Any]] = []
         self.last_metrics: dict[str, float] = {}
         self.saved_step = -1
+        self._started = time.monotonic()  # run() starts the clock again
+        self.valid_seconds = 0.0  # validation time of this run (since start or resume)
         # different dropout on each rank; a resume restores the exact states below
         torch.manual_seed(t.seed * 7919 + 1 + self.dist.rank)
         if state:
@@ -232,27 +237,36 @@ class Trainer:
     def _read_train(self) -> TextPairs:
         """The training text, checked before anything is trained on it."""
         d = self.cfg.data
-        if not (d.train_src and d.train_tgt):
+        if not (d.train or (d.train_src and d.train_tgt)):
             raise UserError(
-                "no training data: give --train PREFIX --langs SRC TGT "
-                "(or --train-src and --train-tgt)"
+                "no training data: give --train PREFIX --langs SRC TGT, --train-src and "
+                "--train-tgt, or one file of pairs: --train FILE.tsv or FILE.jsonl"
             )
-        return read_parallel(d.train_src, d.train_tgt)
+        text = read_split(d, "train")
+        assert text is not None  # the files are given (checked above)
+        return text
 
     def _read_valid(self) -> TextPairs | None:
         d = self.cfg.data
-        if not (d.valid_src or d.valid_tgt):
+        if not (d.valid or d.valid_src or d.valid_tgt):
             return None
-        if not (d.valid_src and d.valid_tgt):
+        if not (d.valid or (d.valid_src and d.valid_tgt)):
             raise UserError(
                 "give both validation files (--valid PREFIX, or --valid-src and --valid-tgt)"
             )
-        text = read_parallel(d.valid_src, d.valid_tgt)
-        if d.valid_max:
-            text.src, text.tgt = text.src[: d.valid_max], text.tgt[: d.valid_max]
+        text = read_split(d, "valid")
+        assert text is not None  # the files are given (checked above)
+        text.first(d.valid_max)
         return text
 
-    def _tokenizers(self, state: dict[str, Any] | None) -> Tokenizers:
+    def _token_cache(self) -> TokenCache | None:
+        d = self.cfg.data
+        if not d.cache:
+            return None
+        where = Path(d.cache_dir) if d.cache_dir else self.run_dir.root.parent / DEFAULT_NAME
+        return TokenCache(where, warn=self.log.warning)
+
+    def _tokenizers(self, state: dict[str, Any] | None, text: TextPairs) -> Tokenizers:
         d = self.cfg.data
         if state:
             return Tokenizers.from_state(state["tokenizer"])
@@ -264,8 +278,15 @@ class Trainer:
                 tok.save(self.run_dir.tokenizer)
                 how = f"of {self.init[0]}"
             else:
-                tok = make_tokenizers(d, self.run_dir.tokenizer)
-                how = "given" if given else f"trained in {time.monotonic() - started:.1f}s"
+                hits = self.cache.hits["sentencepiece"] if self.cache else 0
+                tok = make_tokenizers(d, self.run_dir.tokenizer, text, self.cache)
+                how = (
+                    "given"
+                    if given
+                    else f"from the cache {self.cache.directory}"
+                    if self.cache and self.cache.hits["sentencepiece"] > hits
+                    else f"trained in {time.monotonic() - started:.1f}s"
+                )
             kind = "joint" if tok.joint else "separate"
             self.log.info(
                 f"tokenizer: {kind} sentencepiece ({how}): vocabulary "
@@ -275,16 +296,63 @@ class Trainer:
         return Tokenizers.load(self.run_dir.tokenizer)
 
     def _data(
-        self, text: TextPairs, valid_text: TextPairs | None
+        self, text: TextPairs, valid_text: TextPairs | None, state: dict[str, Any] | None
     ) -> tuple[ParallelData, ParallelData | None]:
-        d, tok = self.cfg.data, self.tokenizers
-        train = encode_pairs(text, tok.encode_src, tok.encode_tgt, d.max_len, d.max_ratio)
-        self.log.info(train.stats.describe("training data"))
+        """Tokenized (or from the token cache) and filtered by the length limits: data.max_len
+        and the model's learned positions on both sets, data.max_ratio on training data."""
+        d = self.cfg.data
+        self.positions = self._position_limits(state)
+        limits = Limits(d.max_len, d.max_ratio, *self.positions)
+        train = self._encode(text, limits, "training data")
         valid = None
         if valid_text is not None:
-            valid = encode_pairs(valid_text, tok.encode_src, tok.encode_tgt, keep_text=True)
-            self.log.info(valid.stats.describe("validation data"))
+            valid_limits = Limits(d.max_len, 0.0, *self.positions)
+            valid = self._encode(valid_text, valid_limits, "validation data", keep_text=True)
         return train, valid
+
+    def _encode(
+        self, text: TextPairs, limits: Limits, what: str, keep_text: bool = False
+    ) -> ParallelData:
+        tok, cache = self.tokenizers, self.cache
+        started = time.monotonic()
+        hits = cache.hits["tokens"] if cache else 0
+        make = lambda: tokenize(text, tok.encode_src, tok.encode_tgt)
+        tokens = cache.tokens(text, tok, make) if cache else make()
+        how = (
+            "tokens from the cache"
+            if cache and cache.hits["tokens"] > hits
+            else f"tokenized in {time.monotonic() - started:.1f}s"
+        )
+        name = f"{what} ({text.name})"
+        data = encode_pairs(
+            text, tok.encode_src, tok.encode_tgt, limits=limits, tokens=tokens,
+            keep_text=keep_text, name=name,
+        )  # fmt: skip
+        self.log.info(f"{data.stats.describe(name)}; {how}")
+        loud = data.stats.warning(name)
+        if loud:
+            self.log.warning(loud)
+        return data
+
+    def _position_limits(self, state: dict[str, Any] | None) -> tuple[int, int]:
+        """The longest source and target the model's learned positions take (0: any): of
+        the .adl files, or of the checkpoint the model comes from (--resume, --init-from
+        without files)."""
+        m = self.cfg.model
+        source = None
+        if state:
+            source = (self.resumed_from or self.run_dir.last, state)
+        elif self.init and not (m.encoder or m.joint):
+            source = self.init
+        if source is None:
+            return position_limits(m)
+        where, found = source
+        try:
+            return position_limits(spec=found.get("spec"))
+        except adl.ADLError as exc:
+            raise CheckpointError(
+                f"{where}: its model description does not build:\n{exc}"
+            ) from None
 
     def _model(self, state: dict[str, Any] | None):
         if state:  # the checkpoint's ADL text is input: checked (bounded) before building
@@ -374,7 +442,13 @@ class Trainer:
             )
         if self.valid_data is not None and t.bleu:
             sig = signatures()
-            self.log.info(f"sacrebleu signatures: BLEU {sig['bleu']}; chrF {sig['chrf']}")
+            n, k = len(self.valid_data), t.valid_bleu_sentences
+            sample = f"a fixed sample of {k:,} of the" if 0 < k < n else "all"
+            self.log.info(
+                f"validation: loss on all {n:,} pairs, BLEU and chrF of greedy translations of "
+                f"{sample} {n:,} sentences (train.valid_bleu_sentences); sacrebleu "
+                f"signatures: BLEU {sig['bleu']}; chrF {sig['chrf']}"
+            )
 
     @property
     def _bf16(self) -> bool:
@@ -470,6 +544,7 @@ class Trainer:
         self.console.progress = progress
         previous = self._install_signals()
         self._started = started = time.monotonic()
+        self.valid_seconds = 0.0  # validation time of this run (since start or resume)
         self._first_step = self.step
         reason = self._finished()
         window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "time": time.monotonic(), "steps": 0}
@@ -522,7 +597,11 @@ class Trainer:
                 f"continue with: adl train --resume --out {self.run_dir.root}"
             )
         else:
-            self.log.info(f"done ({reason.replace('_', ' ')}) at step {self.step:,} in {took}")
+            share = 100 * self.valid_seconds / max(time.monotonic() - started, 1e-9)
+            self.log.info(
+                f"done ({reason.replace('_', ' ')}) at step {self.step:,} in {took} "
+                f"(validation {share:.0f} % of it)"
+            )
         return Summary(
             self.step,
             self.stream.epoch_progress,
@@ -635,8 +714,10 @@ class Trainer:
                 max_tokens=t.max_tokens,
                 smoothing=self.cfg.optim.label_smoothing,
                 bleu=t.bleu,
+                bleu_sentences=t.valid_bleu_sentences,
                 len_a=t.decode_len_a,
                 len_b=t.decode_len_b,
+                max_out=self.positions[1],
                 autocast=self._autocast,
             )
         return distributed.broadcast(self.dist, metrics)
@@ -645,7 +726,9 @@ class Trainer:
         """Validate (all ranks take part), update the schedule and the best, write the
         checkpoint (rank 0). True when early stopping says stop."""
         t = self.cfg.train
+        started = time.monotonic()
         metrics = self._validate() if validate else {}
+        seconds = time.monotonic() - started
         stop = False
         improved = False
         if metrics:
@@ -676,7 +759,8 @@ class Trainer:
                 self.stale += 1
                 stop = bool(t.patience) and self.stale >= t.patience
             self.history.append({"step": self.step, "value": value, "loss": loss})
-            record = {"split": "valid", "step": self.step, **metrics}
+            self.valid_seconds += seconds
+            record = {"split": "valid", "step": self.step, **metrics, "seconds": round(seconds, 3)}
             self.metrics.write(record)
             shown = " | ".join(
                 f"{k} {v:.4g}"
@@ -686,6 +770,7 @@ class Trainer:
                 else f"{k} {v:.4f}"
                 for k, v in metrics.items()
             )
+            share = self.valid_seconds / max(time.monotonic() - self._started, 1e-9)
             self.log.info(
                 f"validation at step {self.step:,}: {shown}"
                 + (
@@ -693,6 +778,7 @@ class Trainer:
                     if improved
                     else f" (best {self.best_value:.4g} at step {self.best_step:,})"
                 )
+                + f" | {seconds:.1f}s, validation {100 * min(share, 1):.0f} % of the run so far"
             )
         rngs = distributed.gather(self.dist, self._rng_state())
         if self.main:

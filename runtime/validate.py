@@ -1,9 +1,13 @@
-"""Validation: perplexity and token accuracy by teacher forcing, and BLEU and chrF of greedy
-translations (sacrebleu, detokenized text against the raw references)."""
+"""Validation: perplexity and token accuracy by teacher forcing over the whole (length
+filtered) validation set, and BLEU and chrF of batched greedy translations of a fixed sample
+of it (``train.valid_bleu_sentences``; sacrebleu, detokenized text against the raw
+references)."""
 
 from __future__ import annotations
 
 import math
+import random
+from collections.abc import Sequence
 from contextlib import nullcontext
 
 import torch
@@ -12,7 +16,7 @@ from sacrebleu.metrics import BLEU, CHRF
 from .batching import collate, make_batches
 from .data import ParallelData
 from .loss import token_loss
-from .search import translate_ids
+from .search import greedy, pad_batch
 from .tokenizer import Tokenizers
 
 
@@ -26,6 +30,54 @@ def signatures() -> dict[str, str]:
     return found
 
 
+SAMPLE_SEED = 20240901  # the BLEU sample is the same in every run, whatever train.seed
+
+
+def bleu_sample(n: int, k: int) -> list[int]:
+    """The indices (sorted) of a fixed random sample of ``k`` of ``n`` sentences; all of them
+    when ``k`` is 0 or at least ``n``."""
+    if not k or k >= n:
+        return list(range(n))
+    return sorted(random.Random(SAMPLE_SEED).sample(range(n), k))
+
+
+@torch.no_grad()
+def greedy_ids(
+    model,
+    tokenizers: Tokenizers,
+    src_ids: Sequence[Sequence[int]],
+    *,
+    max_tokens: int,
+    len_a: float,
+    len_b: int,
+    max_out: int = 0,
+    device: torch.device | str = "cpu",
+) -> list[list[int]]:
+    """Greedy translations (target ids) of non-empty tokenized sentences, in their order:
+    length-sorted batches of at most ``max_tokens`` source tokens, at most ``len_a`` x length
+    + ``len_b`` tokens each, and at most ``max_out`` (the decoder's learned positions; 0: no
+    cap)."""
+    order = sorted(range(len(src_ids)), key=lambda i: len(src_ids[i]))
+    needs_words = getattr(model, "needs_src_words", False)
+    out: list[list[int]] = [[] for _ in src_ids]
+    start = 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and (end - start + 1) * (len(src_ids[order[end]]) + 1) <= max_tokens:
+            end += 1
+        chunk = order[start:end]
+        src = pad_batch([src_ids[i] for i in chunk], device)
+        words = tokenizers.word_ids(src) if needs_words else None
+        lengths = torch.tensor([len(src_ids[i]) for i in chunk], dtype=torch.float)
+        limit = (lengths * len_a + len_b).long().clamp_min(1)
+        if max_out:
+            limit = limit.clamp_max(max_out)
+        for i, hyp in zip(chunk, greedy(model, src, words, limit)):
+            out[i] = hyp
+        start = end
+    return out
+
+
 @torch.no_grad()
 def validate(
     model,
@@ -36,10 +88,15 @@ def validate(
     max_tokens: int,
     smoothing: float,
     bleu: bool = True,
+    bleu_sentences: int = 0,
     len_a: float = 1.5,
     len_b: int = 10,
+    max_out: int = 0,
     autocast=nullcontext,
 ) -> dict[str, float]:
+    """Loss, perplexity and accuracy over all of ``data``; with ``bleu``, BLEU and chrF over
+    :func:`bleu_sample` (``bleu_sentences``; 0: all). ``max_out`` caps the length of the
+    greedy translations (a decoder's learned positions)."""
     was_training = model.training
     model.eval()
     try:
@@ -66,19 +123,21 @@ def validate(
             "acc": correct / tokens,
         }
         if bleu and data.references is not None:
-            src_ids = [data.src[i].tolist() for i in range(len(data))]
+            sample = bleu_sample(len(data), bleu_sentences)
+            src_ids = [data.src[i].tolist() for i in sample]
             with autocast():
-                hyp_ids = translate_ids(
+                hyp_ids = greedy_ids(
                     model,
                     tokenizers,
                     src_ids,
                     max_tokens=max_tokens,
                     len_a=len_a,
                     len_b=len_b,
+                    max_out=max_out,
                     device=device,
                 )
             hyps = tokenizers.decode_tgt(hyp_ids)
-            refs = [data.references]
+            refs = [[data.references[i] for i in sample]]
             result["bleu"] = BLEU().corpus_score(hyps, refs).score
             result["chrf"] = CHRF().corpus_score(hyps, refs).score
         return result

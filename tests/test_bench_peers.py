@@ -173,13 +173,10 @@ def spm_model(tmp_path_factory):
     from adl.runtime.tokenizer import train_sentencepiece
 
     d = tmp_path_factory.mktemp("spm")
-    text = d / "text.txt"
     words = "the cat sat on a mat and the dog ran to the red house by the sea".split()
-    text.write_text("".join(" ".join(words[i:] + words[:i]) + "\n" for i in range(len(words))))
+    text = [" ".join(words[i:] + words[:i]) for i in range(len(words))]
     model = d / "joint.model"
-    model.write_bytes(
-        train_sentencepiece([str(text)], d / "work" / "joint", DataConfig(vocab_size=60))
-    )
+    model.write_bytes(train_sentencepiece([text], DataConfig(vocab_size=60)))
     return model
 
 

@@ -1,6 +1,7 @@
 """``adl train``: train a model from .adl files on parallel text (the runtime does the work).
 
 adl train ENC.adl DEC.adl --train data/train --langs en de --valid data/valid --out RUN
+adl train ENC.adl DEC.adl --train corpus.tsv --valid valid.jsonl.gz --out RUN
 adl train MODEL.adl ...          (one file defining encoder = and decoder =)
 adl train JOINT.adl ...          (a joint model: *.joint.adl, or a file defining joint =)
 adl train --resume --out RUN     (continue exactly where RUN stopped)
@@ -32,8 +33,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train",
         help="train a model on parallel text",
-        description="Train an ADL model on plain-text parallel data, on CPU or "
-        "GPU, with checkpoints in a run directory (docs/runtime.md).",
+        description="Train an ADL model on parallel data (two line-aligned text files, or "
+        "one TSV or JSONL file; gzip too), on CPU or GPU, with checkpoints in a run directory "
+        "(docs/runtime.md).",
     )
     p.add_argument(
         "files",
@@ -41,11 +43,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="FILE.adl",
         help="ENC.adl DEC.adl, or MODEL.adl (encoder = and decoder =), or JOINT.adl",
     )
-    p.add_argument("--train", metavar="PREFIX", help="training data PREFIX.SRC / PREFIX.TGT")
+    p.add_argument(
+        "--train",
+        metavar="PREFIX|FILE",
+        help="training data PREFIX.SRC / PREFIX.TGT (with --langs), or one file of pairs: "
+        "FILE.tsv (source<TAB>target) or FILE.jsonl (.gz too)",
+    )
     p.add_argument("--langs", nargs=2, metavar=("SRC", "TGT"), help="language suffixes")
     p.add_argument("--train-src", metavar="FILE", help="training source file")
     p.add_argument("--train-tgt", metavar="FILE", help="training target file")
-    p.add_argument("--valid", metavar="PREFIX", help="validation data PREFIX.SRC / PREFIX.TGT")
+    p.add_argument(
+        "--valid",
+        metavar="PREFIX|FILE",
+        help="validation data PREFIX.SRC / PREFIX.TGT, or FILE.tsv / FILE.jsonl",
+    )
     p.add_argument("--valid-src", metavar="FILE", help="validation source file")
     p.add_argument("--valid-tgt", metavar="FILE", help="validation target file")
     p.add_argument(

@@ -8,7 +8,6 @@ writes them; name them with ``langs`` when there are more than two).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from adl.runtime.config import DataConfig
@@ -77,10 +76,10 @@ def prepare(
     model = out / "spm" / "joint.model"
     if not model.is_file():
         cfg = DataConfig(**{**data_cfg.__dict__, "vocab_size": recipe.vocab})
-        work = out / "spm" / "work"
-        data = train_sentencepiece([str(p) for p in raw["train"]], work / "joint", cfg)
+        model.parent.mkdir(parents=True, exist_ok=True)
+        sides = [read_lines(p) for p in raw["train"]]  # as ADL trains it: on what it reads
+        data = train_sentencepiece(sides, cfg, what=str(raw["train"][0].parent))
         model.write_bytes(data)
-        shutil.rmtree(work, ignore_errors=True)
     sp = spm.SentencePieceProcessor(model_file=str(model))
 
     pieces: dict[str, tuple[Path, Path]] = {}

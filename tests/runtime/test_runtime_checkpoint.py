@@ -4,6 +4,7 @@ loading for inference."""
 import json
 import os
 import pickle
+import re
 
 import pytest
 import torch
@@ -52,7 +53,9 @@ def test_the_run_directory_layout(run):
     assert {"ppl", "acc", "bleu", "chrf", "loss"} <= set(records[-1])
     log = run.log.read_text()
     assert "sacrebleu signatures: BLEU nrefs:1|case:mixed|eff:no|tok:13a" in log
-    assert "training data: 200 lines, 200 pairs kept" in log
+    assert re.search(
+        r"training data \(\S+train\.src \+ \S+train\.tgt\): 200 lines, 200 pairs kept", log
+    )
     best = ckpt.load(run.best)
     history = best["trainer"]["history"]
     assert best["step"] == min(history, key=lambda h: h["value"])["step"]

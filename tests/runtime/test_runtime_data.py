@@ -64,7 +64,10 @@ def test_length_and_ratio_filters_are_counted(tmp_path):
     s = data.stats
     assert (s.lines, s.too_long, s.bad_ratio, s.kept) == (4, 1, 1, 2)
     assert (s.src_tokens, s.tgt_tokens) == (3, 3) and data.length_ratio == 1.0
-    assert "1 too long dropped, 1 over the length ratio dropped, 2 pairs kept" in s.describe("x")
+    assert s.describe("x") == (
+        "x: 4 lines, 1 of 4 pairs (25.0 %) over data.max_len=5 tokens dropped, 1 (25.0 %) "
+        "over data.max_ratio=3 dropped, 2 pairs kept (3 source / 3 target tokens)"
+    )
     long_ = lambda lines: [[5] * 9 for _ in lines]
     with pytest.raises(DataError, match="no sentence pair is left"):
         encode_pairs(read_parallel(src, tgt), long_, long_, max_len=5)
