@@ -217,9 +217,10 @@ def load_model(
     written by ``adl export``. ``device``: cpu, cuda or cuda:N. ``decode_attention`` (soft
     | hard) decodes the decoder's attention that way, whatever it was trained with.
 
-        >>> t = adl.load_model("runs/tiny")              # doctest: +SKIP
-        >>> t.translate(["a b c"], beam=4)               # doctest: +SKIP
-        ['c b a']
+        t = adl.load_model("runs/tiny")
+        t.translate(["a b c"], beam=4)                   # ['c b a']
+
+    (docs/runtime.md, "Using a trained model", runs it on a real run.)
 
     Nothing is unpickled: checkpoints load with ``torch.load(weights_only=True)``, exports
     from JSON and safetensors. The runtime (and torch) is imported here, on first use, so

@@ -1,12 +1,12 @@
 """A trained model ready to use: :class:`Translator` (what ``adl.load_model`` returns and
-``adl translate`` runs).
+``adl translate`` runs). In use (docs/runtime.md, "Using a trained model", shows it on a
+real run, and its test runs it)::
 
-    >>> import adl
-    >>> t = adl.load_model("runs/tiny")                  # a run, a checkpoint or an export
-    >>> t.translate(["a b c"])                           # -> ["c b a"]
-    >>> t.translate(["a b c"], beam=4, nbest=2)          # -> [[("c b a", -0.01), ...]]
-    >>> t.score(["a b c"], ["c b a"])                    # -> [-0.0123] (log-probabilities)
-    >>> t.attention("a b c", "c b a").layers[0].weights  # (heads, queries, keys)
+    t = adl.load_model("runs/tiny")                  # a run, a checkpoint or an export
+    t.translate(["a b c"])                           # ["c b a"]
+    t.translate(["a b c"], beam=4, nbest=2)          # [[("c b a", -0.01), ...]]
+    t.score(["a b c"], ["c b a"])                    # [-0.0123] (log-probabilities)
+    t.attention("a b c", "c b a").layers[0].weights  # (heads, queries, keys)
 
 Lines longer than the model's positions (``learn_pos(max_seq_len=N)``) are cut to what
 fits, with one warning naming the line, its length and the limit; the other lines of the
