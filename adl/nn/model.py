@@ -83,6 +83,8 @@ class Seq2Seq(nn.Module):
 
     def encode(self, src: Tensor, src_words: Tensor | None = None) -> Memory:
         pad = src.eq(self.pad_id)  # (B, S)
+        if not bool(pad.any()):  # one look per batch: no padding, no masks (fused attention)
+            pad = None
         ctx = Context("encoder", pad=pad, blocks=[], record=self._recording)
         if src_words is not None:
             ctx.extra["words"] = src_words
