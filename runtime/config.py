@@ -99,6 +99,7 @@ class TrainConfig:
     device: str = "auto"  # auto (cuda when there is one) | cpu | cuda | cuda:N
     precision: str = "auto"  # auto | fp32 | bf16 | fp16 (runtime/precision.py: auto picks)
     compile: bool = False  # run the training forward pass through torch.compile
+    prefetch: int = 2  # batches a background thread makes ahead (0: made on demand)
     threads: int = 0  # CPU threads of torch (0: torch's default)
     tensorboard: bool = True  # also write TensorBoard logs when tensorboard is installed
     find_unused: bool = False  # DDP: allow parameters without gradients (slower)

@@ -40,6 +40,7 @@ from .errors import TrainingStopped, UserError
 from .logs import Metrics, Progress, close_logger, duration, make_logger
 from .loss import token_loss
 from .model import build_model, check_model
+from .prefetch import Prefetcher
 from .rundir import RunDir
 from .schedule import Schedule
 from .tokenizer import Tokenizers, make_tokenizers
@@ -140,14 +141,18 @@ class Trainer:
         self.optimizer = self._optimizer()
         self.scaler = self.precision.scaler()  # float16 loss scaling; a pass-through otherwise
         self.schedule = Schedule(self.cfg.schedule, self.cfg.optim.lr, t.max_steps)
-        self.stream = BatchStream(
-            self.train_data,
-            t.max_tokens,
-            t.max_sentences,
-            t.seed,
-            self.dist.rank,
-            self.dist.world,
-            self.tokenizers.word_ids if self.needs_words else None,
+        self.stream = Prefetcher(  # batches made ahead by a thread, pinned for a GPU
+            BatchStream(
+                self.train_data,
+                t.max_tokens,
+                t.max_sentences,
+                t.seed,
+                self.dist.rank,
+                self.dist.world,
+                self.tokenizers.word_ids if self.needs_words else None,
+            ),
+            self.device,
+            t.prefetch,
         )
         # bookkeeping saved in checkpoints
         self.step = 0
@@ -682,6 +687,8 @@ class Trainer:
     def close(self) -> None:
         """Give back what the trainer holds (log file, TensorBoard writer, threads)."""
         torch.set_num_threads(self._threads)
+        if getattr(self, "stream", None) is not None:
+            self.stream.close()
         if self.metrics is not None:
             self.metrics.close()
         if self.log is not None:
