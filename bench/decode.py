@@ -129,25 +129,37 @@ def main() -> None:
 
 
 def search_speed(model, src, L: int, repeat: int, dev: str) -> None:
+    """Old against new search, paired: each round times both (alternating which goes
+    first); the ratio is the median of the rounds' ratios (robust to a drifting machine)."""
     n = src.size(0)
-    with torch.no_grad():
-        seconds = interleaved(
-            {
-                "greedy, old": lambda: greedy_reference(model, src, max_len=L),
-                "greedy, new": lambda: greedy(model, src, max_len=L),
-                "beam 4, old": lambda: beam_reference(model, src, 4, max_len=L),
-                "beam 4, new": lambda: beam(model, src, 4, max_len=L),
-            },
-            repeat,
-            dev,
-        )
+    searches = {
+        "greedy": (
+            lambda: greedy_reference(model, src, max_len=L),
+            lambda: greedy(model, src, max_len=L),
+        ),
+        "beam 4": (
+            lambda: beam_reference(model, src, 4, max_len=L),
+            lambda: beam(model, src, 4, max_len=L),
+        ),
+    }
     print("\nTransformer, the search: old (a host read every step) against new (state on")
     print("the device; the host looks every few steps):")
-    for name, s in seconds.items():
-        print(f"  {name:18s} {n / s:8.2f} sentences/s")
-    for search in ("greedy", "beam 4"):
-        ratio = seconds[f"{search}, old"] / seconds[f"{search}, new"]
-        print(f"  {search}: new / old = {ratio:.2f}x  (sentences/s)")
+    with torch.no_grad():
+        for name, (old, new) in searches.items():
+            t_old, t_new, ratios = [], [], []
+            for r in range(repeat):
+                pair = (old, new) if r % 2 == 0 else (new, old)
+                a, b = (timed(fn, 1, dev) for fn in pair)
+                o, w = (a, b) if r % 2 == 0 else (b, a)
+                t_old.append(o)
+                t_new.append(w)
+                ratios.append(o / w)
+            so, sn = statistics.median(t_old), statistics.median(t_new)
+            print(
+                f"  {name:7s} old {n / so:8.2f}, new {n / sn:8.2f} sentences/s; new / old = "
+                f"{statistics.median(ratios):.2f}x (median of {repeat} paired rounds; "
+                f"range {min(ratios):.2f}-{max(ratios):.2f})"
+            )
 
 
 def cache_speed(cached, full, src, L: int, repeat: int) -> None:

@@ -91,7 +91,12 @@ class GaussianSelfAttention(Layer):
         return cls(node.d_in, **b.arguments(node), causal=b.role != "encoder")
 
     def _build_kernel(self, a: int) -> None:
-        """Depthwise kernel (a, 1, K) over relative positions r = j - i in [-left, right]."""
+        """Depthwise kernel (a, 1, K) over relative positions r = j - i in [-left, right]
+        (computed on the CPU, also when the model is built on the meta device)."""
+        with torch.device("cpu"):
+            self._make_kernel(a)
+
+    def _make_kernel(self, a: int) -> None:
         taps = {}
         for h, o in enumerate(self.offsets):
             if self.index:
@@ -112,7 +117,8 @@ class GaussianSelfAttention(Layer):
         for h, t in taps.items():
             for r, w in t.items():
                 rows[h, r + self.left] = w
-        kernel = rows[self.channels].unsqueeze(1)  # (a, 1, K): each channel its head's row
+        channels = head_channels(len(self.offsets), a)
+        kernel = rows[channels].unsqueeze(1)  # (a, 1, K): each channel its head's row
         self.register_buffer("kernel", kernel, persistent=False)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
