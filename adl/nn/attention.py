@@ -10,7 +10,7 @@ Local windows (``mh_dot_self_att(window=k)`` in an encoder or a decoder): a deco
 keeps only the last k - 1 keys and values, so a decoding step attends to its whole cache with
 no mask (a fused kernel, O(k) per step). A training pass passes the band as a mask to the
 fused kernel, which never builds the (T, S) scores (the mask costs T·S bytes a sentence);
-from ``BAND_FROM`` positions on, where that mask grows large, it takes the banded form
+from ``BAND_FROM`` (8192) positions on, where that mask grows large, it takes the banded form
 :func:`band_attention`, which scores only the k keys of each query ((B, H, T, k): no (T, S)
 matrix at all). bench/banded.py measures both forms.
 """
@@ -41,7 +41,11 @@ def merge_heads(x: Tensor) -> Tensor:
     return x.transpose(1, 2).reshape(b, t, h * d)
 
 
-BAND_FROM = 1024  # windowed training passes of this many positions or more: banded form
+# Windowed training passes of this many positions or more take the banded form. Below it the
+# fused kernel with the band as a mask was faster and kept less for the backward pass at every
+# length bench/banded.py measured on a CPU (32-512); the (B, T, T) mask only grows as large as
+# a layer's activations around T = 40 d.
+BAND_FROM = 8192
 
 
 def band_attention(
