@@ -9,11 +9,13 @@ sentencepiece models' bytes — so one file is enough to translate. Loading alwa
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,22 @@ from .rundir import RunDir
 
 FORMAT = "adl-checkpoint/1"
 LOWER_IS_BETTER = {"ppl": True, "loss": True, "acc": False, "bleu": False, "chrf": False}
+
+
+class DamagedCheckpoint(CheckpointError):
+    """A checkpoint file that cannot be read: truncated (a full disk, a copy cut short) or
+    otherwise damaged. A resume falls back to the newest intact one."""
+
+
+def rank(metric: str, value: float, loss: float | None = None, step: int = 0) -> tuple:
+    """The sort key of a validation when checkpoints are compared by ``metric`` (smaller
+    is better; among equals the later step first). Validation perplexity is reported
+    capped (at exp(100) = 2.688e43), so capped values tie: the validation loss decides
+    between them, and "best" follows the loss while it falls."""
+    if not LOWER_IS_BETTER[metric]:
+        return (-value, 0.0, -step)
+    tie = loss if loss is not None and math.isfinite(loss) else math.inf
+    return (value if math.isfinite(value) else math.inf, tie, -step)
 
 
 # --- writing ------------------------------------------------------------------------------
@@ -105,12 +123,66 @@ def load(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str
                 "only tensors and plain data; this file was not written by adl train, or was "
                 "tampered with."
             ) from None
-        raise CheckpointError(f"{path}: not a checkpoint (damaged, or another format)") from None
+        raise DamagedCheckpoint(f"{path}: not a checkpoint (damaged, or another format)") from None
+    except (PermissionError, IsADirectoryError) as exc:
+        raise CheckpointError(f"{path}: cannot read the checkpoint: {exc.strerror}") from None
     except (RuntimeError, EOFError, OSError, ValueError) as exc:
-        raise CheckpointError(f"{path}: cannot read the checkpoint: {exc}") from None
+        why = str(exc).split(". ")[0].strip() or type(exc).__name__
+        raise DamagedCheckpoint(
+            f"{path}: cannot read the checkpoint (truncated or damaged: {why})"
+        ) from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not an ADL checkpoint (no '{FORMAT}' format mark)")
     return state
+
+
+def resume_state(run: RunDir) -> tuple[dict[str, Any], Path, list[str]]:
+    """The state a resume continues from: checkpoints/last.pt, or when that cannot be read,
+    the newest intact step-N.pt. Returns ``(state, file, notes)``; the notes say what was
+    taken instead and where the damaged files were moved (checkpoints/damaged/: never
+    deleted; last.pt is linked to the checkpoint taken)."""
+    candidates = ([run.last] if run.last.is_file() else []) + [
+        path for _, path in sorted(run.step_files().items(), reverse=True)
+    ]
+    if not candidates:
+        raise CheckpointError(f"{run.root}: nothing to resume (no checkpoints/last.pt)")
+    damaged: list[tuple[Path, DamagedCheckpoint]] = []
+    for path in candidates:
+        if any(_same(path, bad) for bad, _ in damaged):
+            continue  # another name of a damaged file (last.pt is a link to a step file)
+        try:
+            state = load(path)
+        except DamagedCheckpoint as exc:
+            damaged.append((path, exc))
+            continue
+        break
+    else:
+        raise CheckpointError(f"{run.root}: no intact checkpoint to resume from ({damaged[0][1]})")
+    if not damaged:
+        return state, path, []
+    step = int(state["step"])
+    aside = [run.last] if run.last.is_file() and path != run.last else []
+    aside += [p for s, p in run.step_files().items() if s > step]
+    run.damaged.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for p in aside:
+        os.replace(p, run.damaged / f"{p.stem}.{stamp}{p.suffix}")
+    _fsync_dir(run.checkpoints)
+    if path != run.last:
+        publish(path, run.last)
+    first = damaged[0][1]
+    notes = [
+        f"{first}: resuming from {path} (step {step:,}), the newest intact checkpoint; "
+        f"the damaged files are kept in {run.damaged}"
+    ]
+    return state, path, notes
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def resolve(run_or_file: str | Path, which: str = "best") -> Path:
@@ -184,6 +256,28 @@ def load_for_inference(
     return model, Tokenizers.from_state(state["tokenizer"])
 
 
+def first_mismatch(model: dict[str, torch.Tensor], weights: dict[str, torch.Tensor]) -> str | None:
+    """What first keeps ``weights`` (a checkpoint's) from loading into the model whose
+    state is ``model``: the first tensor (in the model's order) missing, extra, or of
+    another shape, with both shapes; None when they fit."""
+
+    def shape(t: torch.Tensor) -> str:
+        return str(list(t.shape))
+
+    for name, tensor in model.items():
+        if name not in weights:
+            return f"this model has {name} {shape(tensor)}, the checkpoint has no such tensor"
+        if weights[name].shape != tensor.shape:
+            return (
+                f"{name} is {shape(weights[name])} in the checkpoint "
+                f"and {shape(tensor)} in this model"
+            )
+    for name, tensor in weights.items():
+        if name not in model:
+            return f"the checkpoint has {name} {shape(tensor)}, this model has no such tensor"
+    return None
+
+
 # --- averaging ------------------------------------------------------------------------------
 def average(paths: list[Path]) -> dict[str, Any]:
     """A checkpoint whose weights are the mean of those of ``paths`` (same model); the
@@ -240,7 +334,7 @@ def choose(run: RunDir, last: int | None = None, best: int | None = None) -> lis
         trainer = load(run.last).get("trainer", {})
         metric = trainer.get("metric", "ppl")
         scored = [
-            (h["value"], h["step"])
+            h
             for h in trainer.get("history", [])
             if h["step"] in files and h.get("value") is not None
         ]
@@ -249,8 +343,8 @@ def choose(run: RunDir, last: int | None = None, best: int | None = None) -> lis
                 f"{run.root}: no validated checkpoints to pick the best "
                 "from (the run had no validation set?): use --last"
             )
-        scored.sort(key=lambda vs: (vs[0] if LOWER_IS_BETTER[metric] else -vs[0], -vs[1]))
-        picked = sorted(step for _, step in scored[:n])
+        scored.sort(key=lambda h: rank(metric, h["value"], h.get("loss"), h["step"]))
+        picked = sorted(h["step"] for h in scored[:n])
     if len(picked) < n:
         raise CheckpointError(
             f"{run.root}: only {len(picked)} checkpoint"

@@ -103,6 +103,8 @@ class TrainConfig:
     threads: int = 0  # CPU threads of torch (0: torch's default)
     tensorboard: bool = True  # also write TensorBoard logs when tensorboard is installed
     find_unused: bool = False  # DDP: allow parameters without gradients (slower)
+    init_from: str | None = None  # start from this run's (best) or checkpoint's weights
+    new_tokenizer: bool = False  # with init_from: make a tokenizer, not reuse the source's
 
 
 SECTIONS = {

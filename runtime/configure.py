@@ -27,9 +27,14 @@ def configure(
     valid: tuple[str, str] | None = None,
     resume_from: str | Path | None = None,
     compile: bool = False,
+    init_from: str | Path | None = None,
+    new_tokenizer: bool = False,
 ) -> Config:
     """``train``/``valid``: (source file, target file). ``resume_from``: a run directory
-    whose config.yaml is the starting point."""
+    whose config.yaml is the starting point. ``init_from``: a run directory or checkpoint
+    whose weights start a new run (``new_tokenizer``: not with its tokenizer)."""
+    if init_from is not None and resume_from is not None:
+        raise ConfigError("--init-from starts a new run: it does not go with --resume")
     stored = None
     if resume_from is not None:
         run = RunDir(Path(resume_from))
@@ -49,6 +54,10 @@ def configure(
         config.data.valid_src, config.data.valid_tgt = valid
     if compile:
         config.train.compile = True
+    if init_from is not None:
+        config.train.init_from = str(init_from)
+    if new_tokenizer:
+        config.train.new_tokenizer = True
     for item in sets:
         key, value = cfgmod.parse_override(item)
         cfgmod.set_value(config, key, value)
@@ -72,6 +81,7 @@ def configure(
 PATHS = {
     "model": ("encoder", "decoder", "joint"),
     "data": ("train_src", "train_tgt", "valid_src", "valid_tgt", "spm_model", "spm_src", "spm_tgt"),
+    "train": ("init_from",),
 }
 
 

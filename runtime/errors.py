@@ -8,6 +8,7 @@ __all__ = [
     "CheckpointError",
     "ConfigError",
     "DataError",
+    "RunDirError",
     "TrainingStopped",
     "UserError",
     "VizError",
@@ -32,3 +33,8 @@ class TrainingStopped(UserError):
 
 class VizError(UserError):
     """Nothing to draw: a layer without a hard-coded pattern, a run without metrics, ..."""
+
+
+class RunDirError(UserError):
+    """A run directory that cannot be used: another process holds it, or the file system
+    refuses to write it (a file where a directory should be, read-only, immutable, full)."""

@@ -20,6 +20,7 @@ class Schedule:
         self.cfg, self.peak, self.max_steps = cfg, lr, max_steps
         self.scale = 1.0  # plateau: product of the decays so far
         self.best: float | None = None  # plateau: best validation perplexity
+        self.best_loss: float | None = None  # plateau: the validation loss there
         self.bad = 0  # plateau: validations since it improved
 
     def lr(self, step: int) -> float:
@@ -37,12 +38,15 @@ class Schedule:
             return max(self.peak * self.scale, c.min_lr)
         return self.peak
 
-    def on_validation(self, perplexity: float) -> bool:
-        """Feed a validation perplexity; True when the rate was just decayed."""
+    def on_validation(self, perplexity: float, loss: float | None = None) -> bool:
+        """Feed a validation perplexity (and loss: reported perplexity is capped, and
+        between capped values the loss tells progress); True when the rate was just
+        decayed."""
         if self.cfg.kind != "plateau" or not math.isfinite(perplexity):
             return False
-        if self.best is None or perplexity < self.best:
-            self.best, self.bad = perplexity, 0
+        finite = lambda x: x if x is not None and math.isfinite(x) else math.inf
+        if self.best is None or (perplexity, finite(loss)) < (self.best, finite(self.best_loss)):
+            self.best, self.best_loss, self.bad = perplexity, loss, 0
             return False
         self.bad += 1
         if self.bad >= self.cfg.patience:
@@ -52,7 +56,13 @@ class Schedule:
         return False
 
     def state_dict(self) -> dict:
-        return {"scale": self.scale, "best": self.best, "bad": self.bad}
+        return {
+            "scale": self.scale,
+            "best": self.best,
+            "best_loss": self.best_loss,
+            "bad": self.bad,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.scale, self.best, self.bad = state["scale"], state["best"], state["bad"]
+        self.best_loss = state.get("best_loss")

@@ -36,12 +36,12 @@ from . import precision as precision_mod
 from .batching import Batch, BatchStream
 from .config import Config
 from .data import ParallelData, TextPairs, encode_pairs, read_parallel
-from .errors import TrainingStopped, UserError
+from .errors import CheckpointError, RunDirError, TrainingStopped, UserError
 from .logs import Metrics, Progress, close_logger, duration, make_logger
 from .loss import token_loss
 from .model import build_model, check_model
 from .prefetch import Prefetcher
-from .rundir import RunDir
+from .rundir import RunDir, RunLock, held_for_me, user_errors
 from .schedule import Schedule
 from .tokenizer import Tokenizers, make_tokenizers
 from .validate import signatures, validate
@@ -99,8 +99,13 @@ class Trainer:
         self.main = self.dist.main
         self._threads = torch.get_num_threads()  # given back by close()
         self.log = self.metrics = None
+        self.lock = RunLock(self.run_dir)  # one process trains a run (rank 0 holds it)
+        self.notes: list[str] = []  # warnings met before the log existed
+        self.resumed_from: Path | None = None
+        self.init: tuple[Path, dict[str, Any]] | None = None  # --init-from: (file, state)
         try:
-            self._setup(resume)
+            with user_errors(self.run_dir.root):
+                self._setup(resume)
         except BaseException:
             self.close()
             raise
@@ -110,8 +115,12 @@ class Trainer:
         if t.threads:
             torch.set_num_threads(t.threads)
         state = self._check_run_dir(resume)
-        if not state:
+        m = self.cfg.model
+        if not state and (m.encoder or m.joint or not t.init_from):
             check_model(self.cfg.model)  # bad .adl files and data stop before any write
+        if not state and t.init_from:
+            path = ckpt.resolve(t.init_from, "best")
+            self.init = (path, ckpt.load(path))
         text, valid_text = self._read_train(), self._read_valid()
         if self.main:
             self.run_dir.root.mkdir(parents=True, exist_ok=True)
@@ -129,7 +138,15 @@ class Trainer:
         self.log.info(
             f"{'resuming' if state else 'training'} in {self.run_dir.root}"
             + (f" from step {state['step']:,}" if state else "")
+            + (f" from the weights of {self.init[0]}" if self.init else "")
         )
+        if self.lock.taken_over is not None:
+            self.log.warning(
+                f"{self.run_dir.lock}: taking over the lock of a process that is no longer "
+                f"running ({self.lock.taken_over.describe()})"
+            )
+        for note in self.notes:
+            self.log.warning(note)
 
         random.seed(t.seed)
         torch.manual_seed(t.seed)
@@ -160,6 +177,7 @@ class Trainer:
         self.overflows = 0  # fp16: updates skipped while the gradient scaler lowered its scale
         self.bad_in_row = 0
         self.best_value: float | None = None
+        self.best_loss: float | None = None  # validation loss there (breaks capped-ppl ties)
         self.best_step: int | None = None
         self.stale = 0  # validations without a better best (patience)
         self.history: list[dict[str, Any]] = []
@@ -191,16 +209,38 @@ class Trainer:
     # --- set-up --------------------------------------------------------------------------
     def _check_run_dir(self, resume: bool) -> dict[str, Any] | None:
         run = self.run_dir
+        if resume and not (run.last.is_file() or run.step_files()):
+            raise UserError(f"{run.root}: nothing to resume (no checkpoints/last.pt)")
+        self._lock(create=not resume)  # before anything of the run is read or written
         if resume:
-            if not run.last.is_file():
-                raise UserError(f"{run.root}: nothing to resume (no checkpoints/last.pt)")
-            return ckpt.load(run.last)
+            if self.main:  # sets damaged checkpoints aside: one process does it
+                state, self.resumed_from, self.notes = ckpt.resume_state(run)
+            distributed.barrier(self.dist)
+            if not self.main:
+                state, self.resumed_from = ckpt.load(run.last), run.last
+            return state
         if run.holds_a_run():
             raise UserError(
                 f"{run.root} already holds a run: continue it with --resume, "
                 "or choose another --out"
             )
         return None
+
+    def _lock(self, create: bool) -> None:
+        """Rank 0 takes the run's lock, unless the ``adl train --nproc N`` that started
+        it holds it; every rank stops when it cannot be had."""
+        error = None
+        if self.main and not held_for_me(self.run_dir):
+            try:
+                self.lock.acquire(create=create)
+            except UserError as exc:
+                error = exc
+        if self.dist.enabled:
+            message = distributed.broadcast(self.dist, str(error) if error else None)
+            if message and error is None:
+                raise RunDirError(message)
+        if error is not None:
+            raise error
 
     def _read_train(self) -> TextPairs:
         """The training text, checked before anything is trained on it."""
@@ -231,12 +271,14 @@ class Trainer:
             return Tokenizers.from_state(state["tokenizer"])
         if self.main:
             started = time.monotonic()
-            tok = make_tokenizers(d, self.run_dir.tokenizer)
-            how = (
-                "given"
-                if d.spm_model or d.spm_src
-                else f"trained in {time.monotonic() - started:.1f}s"
-            )
+            given = d.spm_model or d.spm_src or d.spm_tgt
+            if self.init and not (given or self.cfg.train.new_tokenizer):
+                tok = Tokenizers.from_state(self.init[1]["tokenizer"])
+                tok.save(self.run_dir.tokenizer)
+                how = f"of {self.init[0]}"
+            else:
+                tok = make_tokenizers(d, self.run_dir.tokenizer)
+                how = "given" if given else f"trained in {time.monotonic() - started:.1f}s"
             kind = "joint" if tok.joint else "separate"
             self.log.info(
                 f"tokenizer: {kind} sentencepiece ({how}): vocabulary "
@@ -259,7 +301,7 @@ class Trainer:
 
     def _model(self, state: dict[str, Any] | None):
         if state:  # the checkpoint's ADL text is input: checked (bounded) before building
-            where = self.run_dir.last
+            where = self.resumed_from or self.run_dir.last
             try:
                 model = adl.build_from_spec(state.get("spec"))
             except adl.ADLError as exc:
@@ -273,9 +315,43 @@ class Trainer:
                     f"{where}: its weights do not fit the model it describes"
                 ) from None
             return model
+        if self.init:
+            return self._init_model(*self.init)
         return build_model(
             self.cfg.model, self.tokenizers.src_vocab, self.tokenizers.tgt_vocab, self.length_ratio
         )
+
+    def _init_model(self, path: Path, source: dict[str, Any]):
+        """--init-from: the model (of the .adl files given, else of the checkpoint's own
+        description) with the checkpoint's weights; the architecture must match."""
+        m = self.cfg.model
+        if m.encoder or m.joint:
+            model = build_model(
+                m, self.tokenizers.src_vocab, self.tokenizers.tgt_vocab, self.length_ratio
+            )
+        else:
+            theirs = Tokenizers.from_state(source["tokenizer"])
+            sizes = (theirs.src_vocab, theirs.tgt_vocab)
+            mine = (self.tokenizers.src_vocab, self.tokenizers.tgt_vocab)
+            if sizes != mine:
+                raise CheckpointError(
+                    f"--init-from {path}: its model has vocabularies of {sizes[0]:,} / "
+                    f"{sizes[1]:,} pieces, the tokenizer of this run {mine[0]:,} / "
+                    f"{mine[1]:,}: reuse its tokenizer (no --new-tokenizer)"
+                )
+            try:
+                model = adl.build_from_spec(source.get("spec"))
+            except adl.ADLError as exc:
+                raise CheckpointError(
+                    f"{path}: its model description does not build:\n{exc}"
+                ) from None
+        mismatch = ckpt.first_mismatch(model.state_dict(), source["model"])
+        if mismatch:
+            raise CheckpointError(
+                f"--init-from {path}: another architecture than this model: {mismatch}"
+            )
+        model.load_state_dict(source["model"])
+        return model
 
     def _optimizer(self) -> torch.optim.Optimizer:
         o = self.cfg.optim
@@ -335,6 +411,7 @@ class Trainer:
         tr = state["trainer"]
         self.step, self.skipped = int(state["step"]), int(tr["skipped"])
         self.best_value, self.best_step = tr["best_value"], tr["best_step"]
+        self.best_loss = tr.get("best_loss")
         self.stale, self.history = int(tr["stale"]), list(tr["history"])
         self.last_metrics = dict(state.get("metrics") or {})
         self.overflows = int(tr.get("overflows", 0))
@@ -369,6 +446,7 @@ class Trainer:
                 "skipped": self.skipped,
                 "overflows": self.overflows,
                 "best_value": self.best_value,
+                "best_loss": self.best_loss,
                 "best_step": self.best_step,
                 "stale": self.stale,
                 "history": self.history,
@@ -394,6 +472,10 @@ class Trainer:
         return None
 
     def run(self, on_step: STEP_CALLBACK | None = None) -> Summary:
+        with user_errors(self.run_dir.root):  # a full disk, a directory made read-only
+            return self._run(on_step)
+
+    def _run(self, on_step: STEP_CALLBACK | None) -> Summary:
         t = self.cfg.train
         progress = Progress(t.max_steps, start=self.step) if self.main else None
         self.console.progress = progress
@@ -598,7 +680,7 @@ class Trainer:
         improved = False
         if metrics:
             self.last_metrics = metrics
-            if self.schedule.on_validation(metrics["ppl"]):
+            if self.schedule.on_validation(metrics["ppl"], metrics.get("loss")):
                 self.log.info(
                     f"validation perplexity has not improved for "
                     f"{self.cfg.schedule.patience} validations: learning rate "
@@ -611,16 +693,19 @@ class Trainer:
                     f"train.best_metric={t.best_metric} is not measured "
                     "(bleu and chrf need train.bleu=true)"
                 )
-            lower = ckpt.LOWER_IS_BETTER[t.best_metric]
-            improved = self.best_value is None or (
-                value < self.best_value if lower else value > self.best_value
+            loss = metrics.get("loss")
+            improved = (
+                self.best_value is None
+                or ckpt.rank(t.best_metric, value, loss)[:2]
+                < ckpt.rank(t.best_metric, self.best_value, self.best_loss)[:2]
             )
             if improved:
-                self.best_value, self.best_step, self.stale = value, self.step, 0
+                self.best_value, self.best_loss = value, loss
+                self.best_step, self.stale = self.step, 0
             else:
                 self.stale += 1
                 stop = bool(t.patience) and self.stale >= t.patience
-            self.history.append({"step": self.step, "value": value})
+            self.history.append({"step": self.step, "value": value, "loss": loss})
             record = {"split": "valid", "step": self.step, **metrics}
             self.metrics.write(record)
             shown = " | ".join(
@@ -658,9 +743,9 @@ class Trainer:
         t = self.cfg.train
         if not t.keep_best or not self.history:
             return []
-        lower = ckpt.LOWER_IS_BETTER[t.best_metric]
         ranked = sorted(
-            self.history, key=lambda h: (h["value"] if lower else -h["value"], -h["step"])
+            self.history,
+            key=lambda h: ckpt.rank(t.best_metric, h["value"], h.get("loss"), h["step"]),
         )
         return [h["step"] for h in ranked[: t.keep_best]]
 
@@ -693,3 +778,4 @@ class Trainer:
             self.metrics.close()
         if self.log is not None:
             close_logger(self.log)
+        self.lock.release()

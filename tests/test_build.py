@@ -79,6 +79,7 @@ def test_every_architecture_builds_and_summary_totals_match(path):
     assert totals == [f"{n.params:,}" for n in program.networks.values()]
 
 
+@pytest.mark.training
 def test_the_model_trains_a_step():
     model = small_model(ARCH / "transformer.enc.adl", ARCH / "transformer.dec.adl").train()
     src = torch.randint(4, 50, (4, 6))

@@ -5,6 +5,7 @@ adl train MODEL.adl ...          (one file defining encoder = and decoder =)
 adl train JOINT.adl ...          (a joint model: *.joint.adl, or a file defining joint =)
 adl train --resume --out RUN     (continue exactly where RUN stopped)
 adl train --nproc 2 ...          (torchrun: 2 processes, DDP)
+adl train --init-from RUN --train in-domain ... --out RUN2   (fine-tune RUN's model)
 """
 
 from __future__ import annotations
@@ -64,6 +65,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--resume", action="store_true", help="continue the run in --out from checkpoints/last.pt"
     )
+    p.add_argument(
+        "--init-from",
+        metavar="RUN|CHECKPOINT",
+        help="start from the weights of a run (its best.pt) or a checkpoint file, with a fresh "
+        "optimizer and schedule (fine-tuning); the .adl files, when given, must describe the "
+        "same architecture",
+    )
+    p.add_argument(
+        "--new-tokenizer",
+        action="store_true",
+        help="with --init-from: make a tokenizer (train one, or data.spm_model) instead of "
+        "reusing the source run's",
+    )
     p.add_argument("--compile", action="store_true", help="train through torch.compile")
     p.add_argument(
         "--nproc",
@@ -80,6 +94,8 @@ def _out(args: argparse.Namespace) -> str:
         return args.out
     if args.resume:
         raise UsageError("--resume needs --out RUN (the run to continue)")
+    if not args.files and args.init_from:
+        raise UsageError("--init-from without .adl files needs --out RUN (the new run)")
     if not args.files:
         raise UsageError("give the model's .adl files")
     name = Path(args.files[0]).name
@@ -94,7 +110,11 @@ def run(args: argparse.Namespace) -> int:
     out = _out(args)
     if args.nproc < 1:
         raise UsageError("--nproc must be at least 1")
-    if not args.resume and not args.files:
+    if args.resume and args.init_from:
+        raise UsageError("--init-from starts a new run: it does not go with --resume")
+    if args.new_tokenizer and not args.init_from:
+        raise UsageError("--new-tokenizer goes with --init-from")
+    if not args.resume and not args.files and not args.init_from:
         raise UsageError("give the model's .adl files (or --resume --out RUN)")
     if len(args.files) > 2:
         raise UsageError("give at most two .adl files: ENC.adl DEC.adl")
@@ -112,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
         valid=valid,
         resume_from=out if args.resume else None,
         compile=args.compile,
+        init_from=args.init_from,
+        new_tokenizer=args.new_tokenizer,
     )
     if args.nproc > 1 and "WORLD_SIZE" not in os.environ:
         return _launch(args.nproc, config, out, args.resume)
@@ -127,12 +149,24 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _launch(nproc: int, config, out: str, resume: bool) -> int:
-    """The checked configuration, trained in ``nproc`` processes (torchrun)."""
+    """The checked configuration, trained in ``nproc`` processes (torchrun). This process
+    holds the run's lock for them while they train (the workers see ADL_RUN_LOCK_PID)."""
     import tempfile
 
     from adl.runtime.distributed import launch
+    from adl.runtime.rundir import LOCK_ENV, RunDir, RunLock
 
-    with tempfile.TemporaryDirectory(prefix="adl-train-") as tmp:
-        path = Path(tmp) / "config.yaml"
-        path.write_text(config.to_yaml(), encoding="utf-8")
-        return launch(nproc, path, out, resume)
+    run = RunDir(Path(out))
+    if resume and not (run.last.is_file() or run.step_files()):
+        from adl.errors import UserError
+
+        raise UserError(f"{out}: nothing to resume (no checkpoints/last.pt)")
+    with RunLock(run).acquire(create=not resume):
+        os.environ[LOCK_ENV] = str(os.getpid())
+        try:
+            with tempfile.TemporaryDirectory(prefix="adl-train-") as tmp:
+                path = Path(tmp) / "config.yaml"
+                path.write_text(config.to_yaml(), encoding="utf-8")
+                return launch(nproc, path, out, resume)
+        finally:
+            os.environ.pop(LOCK_ENV, None)

@@ -57,6 +57,18 @@ def test_the_layout_matches_run_dir():
         run.average,
         run.metrics,
         run.log,
+        run.lock,
+        run.damaged,
         run.tokenizer / "joint.model",
     ):
         assert f"{path}" in DOC, path
+
+
+def test_every_adl_train_option_is_documented():
+    from adl.cli import parser
+
+    train = parser()._subparsers._group_actions[0].choices["train"]
+    options = {o for a in train._actions for o in a.option_strings if o.startswith("--")}
+    options -= {"--help"}
+    missing = sorted(o for o in options if not re.search(rf"{re.escape(o)}\b(?!-)", DOC))
+    assert "--init-from" in options and not missing, missing

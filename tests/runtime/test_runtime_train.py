@@ -1,24 +1,36 @@
 """Training through ``adl train``: the tiny reverse task is learnt; encoder-decoder files, one
 model file and a joint file all train; early stopping; bad .adl files stop before any write."""
+
 import json
 
 import pytest
 import yaml
-
-import runtime
 from conftest import run_cli
 from runtime_helpers import JOINT, MODEL, QUICK, data_args, model_files, reverse_task
 
+from adl import runtime
+
 
 @pytest.mark.slow
+@pytest.mark.training
 def test_the_tiny_reverse_task_reaches_95_percent_token_accuracy(tmp_path):
     paths = reverse_task(tmp_path / "data", train=4000, valid=200)
     out = tmp_path / "run"
-    code, stdout, err = run_cli("train", *model_files(tmp_path), *data_args(paths),
-                                "--preset", "tiny", "--set", "max_steps=600",
-                                "--set", "valid_every=200", "--out", str(out))
+    code, stdout, err = run_cli(
+        "train",
+        *model_files(tmp_path),
+        *data_args(paths),
+        "--preset",
+        "tiny",
+        "--set",
+        "max_steps=1200",
+        "--set",
+        "valid_every=400",
+        "--out",
+        str(out),
+    )
     assert code == 0, err
-    assert stdout.startswith(f"{out}: 600 steps (max steps), best ppl ")
+    assert stdout.startswith(f"{out}: 1,200 steps (max steps), best ppl ")
     # greedy translations of the validation set, scored token by token
     model, tok = runtime.load_for_inference(out, "best")
     sources = (tmp_path / "data" / "valid.src").read_text().splitlines()
@@ -32,17 +44,27 @@ def test_the_tiny_reverse_task_reaches_95_percent_token_accuracy(tmp_path):
     accuracy = right / total
     print(f"token accuracy of greedy translations: {accuracy:.4f}")
     assert accuracy >= 0.95
-    valid = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()
-             if '"valid"' in l]
+    valid = [
+        json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines() if '"valid"' in l
+    ]
     assert valid[-1]["bleu"] > 80 and valid[-1]["acc"] >= 0.95
 
 
 def test_an_encoder_decoder_pair_trains_and_writes_the_effective_config(tmp_path):
     paths = reverse_task(tmp_path / "data", train=200, valid=10)
     out = tmp_path / "run"
-    code, stdout, err = run_cli("train", *model_files(tmp_path), *data_args(paths), *QUICK,
-                                "--set", "max_steps=6", "--set", "valid_every=3",
-                                "--out", str(out))
+    code, stdout, err = run_cli(
+        "train",
+        *model_files(tmp_path),
+        *data_args(paths),
+        *QUICK,
+        "--set",
+        "max_steps=6",
+        "--set",
+        "valid_every=3",
+        "--out",
+        str(out),
+    )
     assert code == 0, err
     assert stdout.strip() == f"{out}: 6 steps (max steps), best ppl " + stdout.split()[-1]
     written = yaml.safe_load((out / "config.yaml").read_text())
@@ -50,8 +72,9 @@ def test_an_encoder_decoder_pair_trains_and_writes_the_effective_config(tmp_path
     assert written["model"]["encoder"].endswith("tiny.enc.adl")
     assert written["data"]["train_src"] == paths["train"] + ".src"
     # the same command again refuses to overwrite the run
-    code, _, err = run_cli("train", *model_files(tmp_path), *data_args(paths), *QUICK,
-                           "--out", str(out))
+    code, _, err = run_cli(
+        "train", *model_files(tmp_path), *data_args(paths), *QUICK, "--out", str(out)
+    )
     assert code == 1 and "already holds a run: continue it with --resume" in err
 
 
@@ -60,10 +83,20 @@ def test_one_file_defining_encoder_and_decoder_trains(tmp_path):
     model = tmp_path / "cnn_rnn.adl"
     model.write_text(MODEL)
     out = tmp_path / "run"
-    code, _, err = run_cli("train", str(model), *data_args(paths, valid=False), *QUICK,
-                           "--set", "max_steps=4", "--set", "valid_every=4", "--out", str(out))
+    code, _, err = run_cli(
+        "train",
+        str(model),
+        *data_args(paths, valid=False),
+        *QUICK,
+        "--set",
+        "max_steps=4",
+        "--set",
+        "valid_every=4",
+        "--out",
+        str(out),
+    )
     assert code == 0, err
-    m, _ = runtime.load_for_inference(out)          # no validation set: best is the last
+    m, _ = runtime.load_for_inference(out)  # no validation set: best is the last
     assert "cnn" in m.spec.encoder and "rnn" in m.spec.decoder
 
 
@@ -72,8 +105,19 @@ def test_a_joint_model_trains(tmp_path):
     joint = tmp_path / "local.adl"
     joint.write_text(JOINT)
     out = tmp_path / "run"
-    code, _, err = run_cli("--debug", "train", str(joint), *data_args(paths), *QUICK,
-                           "--set", "max_steps=4", "--set", "valid_every=2", "--out", str(out))
+    code, _, err = run_cli(
+        "--debug",
+        "train",
+        str(joint),
+        *data_args(paths),
+        *QUICK,
+        "--set",
+        "max_steps=4",
+        "--set",
+        "valid_every=2",
+        "--out",
+        str(out),
+    )
     assert code == 0, err
     assert yaml.safe_load((out / "config.yaml").read_text())["model"]["joint"] == str(joint)
     model, tok = runtime.load_for_inference(out, "last")
@@ -83,22 +127,26 @@ def test_a_joint_model_trains(tmp_path):
 def train_small(tmp_path, *sets: str) -> runtime.Summary:
     """The tiny model for up to 100 updates on 200 reversed sentences, with ``sets``."""
     paths = reverse_task(tmp_path / "data", train=200, valid=10)
-    config = runtime.configure(model_files(tmp_path), preset="tiny",
-                               train=(paths["train"] + ".src", paths["train"] + ".tgt"),
-                               valid=(paths["valid"] + ".src", paths["valid"] + ".tgt"),
-                               sets=["d_model=32", "max_tokens=256", "max_steps=100", *sets])
+    config = runtime.configure(
+        model_files(tmp_path),
+        preset="tiny",
+        train=(paths["train"] + ".src", paths["train"] + ".tgt"),
+        valid=(paths["valid"] + ".src", paths["valid"] + ".tgt"),
+        sets=["d_model=32", "max_tokens=256", "max_steps=100", *sets],
+    )
     return runtime.train(config, tmp_path / "run")
 
 
 def test_early_stopping_on_patience(tmp_path):
-    summary = train_small(tmp_path, "valid_every=1", "optim.lr=1e-12", "best_metric=bleu",
-                          "train.patience=2")
+    summary = train_small(
+        tmp_path, "valid_every=1", "optim.lr=1e-12", "best_metric=bleu", "train.patience=2"
+    )
     assert summary.reason == "early_stop" and summary.step == 3
 
 
 def test_a_time_budget_stops_the_run_with_a_checkpoint(tmp_path):
     summary = train_small(tmp_path, "valid_every=50", "train.max_minutes=1e-9")
-    assert summary.reason == "max_minutes" and summary.step == 1   # one update, then time is up
+    assert summary.reason == "max_minutes" and summary.step == 1  # one update, then time is up
     assert summary.last is not None and summary.last.is_file()
 
 
@@ -106,8 +154,9 @@ def test_a_bad_adl_file_stops_before_anything_is_written(tmp_path):
     paths = reverse_task(tmp_path / "data", train=20, valid=5)
     enc, dec = model_files(tmp_path)
     (tmp_path / "tiny.dec.adl").write_text("pos -> repeat(2, res_nd(fft))\n")
-    code, _, err = run_cli("train", enc, dec, *data_args(paths), *QUICK,
-                           "--out", str(tmp_path / "run"))
+    code, _, err = run_cli(
+        "train", enc, dec, *data_args(paths), *QUICK, "--out", str(tmp_path / "run")
+    )
     assert code == 1 and "error: unknown layer 'fft'" in err and "Traceback" not in err
     assert not (tmp_path / "run").exists()
 
@@ -117,19 +166,22 @@ def test_gradient_accumulation_equals_one_big_batch(tmp_path):
     normalised by the update's target tokens, padding is masked)."""
     import torch
 
-    from runtime.batching import collate
+    from adl.runtime.batching import collate
 
     paths = reverse_task(tmp_path / "data", train=100, valid=5)
-    config = runtime.configure(model_files(tmp_path), preset="tiny",
-                               train=(paths["train"] + ".src", paths["train"] + ".tgt"),
-                               sets=["d_model=32", "max_tokens=128", "max_steps=10",
-                                     "optimizer=adamw", "clip_norm=0"])
+    config = runtime.configure(
+        model_files(tmp_path),
+        preset="tiny",
+        train=(paths["train"] + ".src", paths["train"] + ".tgt"),
+        sets=["d_model=32", "max_tokens=128", "max_steps=10", "optimizer=adamw", "clip_norm=0"],
+    )
     trainer = runtime.Trainer(config, tmp_path / "run")
     try:
         assert isinstance(trainer.optimizer, torch.optim.AdamW)
         grads = []
-        trainer.optimizer.step = lambda: grads.append(   # look at the gradient, don't step
-            [p.grad.clone() for p in trainer.model.parameters()])
+        trainer.optimizer.step = lambda: grads.append(  # look at the gradient, don't step
+            [p.grad.clone() for p in trainer.model.parameters()]
+        )
         a, b = next(trainer.stream), next(trainer.stream)
         trainer._update([a, b])
         trainer._update([collate(trainer.train_data, torch.cat([a.ids, b.ids]))])

@@ -98,6 +98,7 @@ def test_greedy_is_beam_1(run, tmp_path):
     assert outs[0] == outs[1]
 
 
+@pytest.mark.training
 def test_eval_of_a_run_and_of_a_hypothesis_file(run, tmp_path):
     tmp, out = run
     data = tmp / "data"
