@@ -1,6 +1,8 @@
-"""Decoding speed: the incremental cache, greedy against beam search, and hard retrieval.
+"""Decoding speed: the incremental cache, greedy against beam search, hard retrieval, and
+the search without a host read per step against the search before it.
 
     python bench/decode.py [--sentences 32] [--src-len 20] [--out-len 50] [--d 512]
+                           [--parts cache,hard,search] [--device cpu|cuda]
 
 In one run, on the same random source sentences (the models are untrained; eos is barred so
 every sentence decodes exactly --out-len tokens, the length the comparison is about):
@@ -10,7 +12,12 @@ every sentence decodes exactly --out-len tokens, the length the comparison is ab
      (goal >= 5 at output length 50);
   2. sentences/s of the hard-retrieval decoder (Xu et al. 2020, hard decoder self- and
      cross-attention, architectures/xu2020/prenorm/hard_dec_self_cross.dec.adl) against the standard
-     decoder, same sizes, beam 4 (the paper reports 1.43x on a GPU).
+     decoder, same sizes, beam 4 (the paper reports 1.43x on a GPU);
+  3. sentences/s of the Transformer with greedy search and beam 4 through
+     runtime.search (state on the device, the host looks every few steps) and through the
+     search before issue 16 (bench/search_reference.py: a host read and Python loops over
+     the hypotheses every step); the ratio new / old. The two find the same translations
+     (tests/runtime/test_runtime_search_sync.py).
 Each measurement is the median of --repeat runs, interleaved.
 """
 
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -26,6 +34,9 @@ import torch
 import adl
 from adl.runtime.search import FullRecompute, beam, greedy, pad_batch
 from adl.runtime.tokenizer import EOS
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from search_reference import beam_reference, greedy_reference  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCH = ROOT / "architectures"
@@ -48,20 +59,40 @@ class NoEos:
         return logp
 
 
-def build(enc: str, dec: str, d: int, heads: int):
+def build(enc: str, dec: str, d: int, heads: int, device: str = "cpu"):
     torch.manual_seed(0)
-    return adl.build(
-        ARCH / enc, ARCH / dec, src_vocab=V, tgt_vocab=V, d_model=d, heads=heads, dropout=0.0
-    ).eval()
+    return (
+        adl.build(
+            ARCH / enc, ARCH / dec, src_vocab=V, tgt_vocab=V, d_model=d, heads=heads, dropout=0.0
+        )
+        .to(device)
+        .eval()
+    )
 
 
-def timed(fn, repeat: int) -> float:
+def timed(fn, repeat: int, device: str = "cpu") -> float:
     times = []
     for _ in range(repeat):
+        sync(device)
         t = time.perf_counter()
         fn()
+        sync(device)
         times.append(time.perf_counter() - t)
     return statistics.median(times)
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def interleaved(runs: dict, repeat: int, device: str) -> dict[str, float]:
+    """The median seconds of each run, the runs taking turns."""
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for _ in range(repeat):
+        for name, fn in runs.items():
+            times[name].append(timed(fn, 1, device))
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def main() -> None:
@@ -72,26 +103,75 @@ def main() -> None:
     ap.add_argument("--d", type=int, default=512)
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--parts", default="cache,hard,search", help="which comparisons to run")
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
+    dev = args.device
     g = torch.Generator().manual_seed(0)
-    src = pad_batch(torch.randint(4, V, (args.sentences, args.src_len), generator=g).tolist())
+    src = pad_batch(torch.randint(4, V, (args.sentences, args.src_len), generator=g).tolist(), dev)
     n, L = args.sentences, args.out_len
     print(
         f"{n} sentences of {args.src_len} tokens, {L} output tokens each, d={args.d}, "
-        f"{torch.get_num_threads()} threads, median of {args.repeat}"
+        f"device {dev}, {torch.get_num_threads()} threads, median of {args.repeat}"
     )
 
-    base = build("transformer.enc.adl", "transformer.dec.adl", args.d, args.heads)
+    base = build("transformer.enc.adl", "transformer.dec.adl", args.d, args.heads, dev)
     cached, full = NoEos(base), NoEos(FullRecompute(base))
     with torch.no_grad():
         greedy(cached, src[:2], max_len=5)  # warm up (first calls allocate)
+    if "search" in parts:
+        search_speed(cached, src, L, args.repeat, dev)
+    if "cache" in parts:
+        cache_speed(cached, full, src, L, args.repeat)
+    if "hard" in parts:
+        hard_speed(cached, src, L, args, dev)
+
+
+def search_speed(model, src, L: int, repeat: int, dev: str) -> None:
+    """Old against new search, paired: each round times both (alternating which goes
+    first); the ratio is the median of the rounds' ratios (robust to a drifting machine)."""
+    n = src.size(0)
+    searches = {
+        "greedy": (
+            lambda: greedy_reference(model, src, max_len=L),
+            lambda: greedy(model, src, max_len=L),
+        ),
+        "beam 4": (
+            lambda: beam_reference(model, src, 4, max_len=L),
+            lambda: beam(model, src, 4, max_len=L),
+        ),
+    }
+    print("\nTransformer, the search: old (a host read every step) against new (state on")
+    print("the device; the host looks every few steps):")
+    with torch.no_grad():
+        for name, (old, new) in searches.items():
+            t_old, t_new, ratios = [], [], []
+            for r in range(repeat):
+                pair = (old, new) if r % 2 == 0 else (new, old)
+                a, b = (timed(fn, 1, dev) for fn in pair)
+                o, w = (a, b) if r % 2 == 0 else (b, a)
+                t_old.append(o)
+                t_new.append(w)
+                ratios.append(o / w)
+            so, sn = statistics.median(t_old), statistics.median(t_new)
+            print(
+                f"  {name:7s} old {n / so:8.2f}, new {n / sn:8.2f} sentences/s; new / old = "
+                f"{statistics.median(ratios):.2f}x (median of {repeat} paired rounds; "
+                f"range {min(ratios):.2f}-{max(ratios):.2f})"
+            )
+
+
+def cache_speed(cached, full, src, L: int, repeat: int) -> None:
+    n = src.size(0)
+    with torch.no_grad():
         runs = {
             "greedy, cache": lambda: greedy(cached, src, max_len=L),
             "greedy, no cache": lambda: greedy(full, src, max_len=L),
             "beam 4, cache": lambda: beam(cached, src, 4, max_len=L),
             "beam 4, no cache": lambda: beam(full, src, 4, max_len=L),
         }
-        seconds = {name: timed(fn, args.repeat) for name, fn in runs.items()}
+        seconds = {name: timed(fn, repeat) for name, fn in runs.items()}
     print("\nTransformer, the incremental cache:")
     for name, s in seconds.items():
         print(f"  {name:18s} {n / s:8.2f} sentences/s")
@@ -99,9 +179,16 @@ def main() -> None:
         ratio = seconds[f"{search}, no cache"] / seconds[f"{search}, cache"]
         print(f"  {search}: cache / no cache = {ratio:.1f}x  (goal >= 5x at length {L})")
 
+
+def hard_speed(cached, src, L: int, args, dev: str) -> None:
+    n = src.size(0)
     hard = NoEos(
         build(
-            "transformer.enc.adl", "xu2020/prenorm/hard_dec_self_cross.dec.adl", args.d, args.heads
+            "transformer.enc.adl",
+            "xu2020/prenorm/hard_dec_self_cross.dec.adl",
+            args.d,
+            args.heads,
+            dev,
         )
     )
     with torch.no_grad():
@@ -109,11 +196,8 @@ def main() -> None:
             "standard decoder": lambda: beam(cached, src, 4, max_len=L),
             "hard retrieval decoder": lambda: beam(hard, src, 4, max_len=L),
         }
-        times: dict[str, list[float]] = {k: [] for k in pair}
-        for _ in range(args.repeat):  # interleaved
-            for name, fn in pair.items():
-                times[name].append(timed(fn, 1))
-    std, hrd = (statistics.median(times[k]) for k in pair)
+        seconds = interleaved(pair, args.repeat, dev)
+    std, hrd = (seconds[k] for k in pair)
     print("\nXu et al. (2020): hard retrieval in decoder self- and cross-attention, beam 4:")
     print(f"  standard decoder        {n / std:8.2f} sentences/s")
     print(f"  hard retrieval decoder  {n / hrd:8.2f} sentences/s")

@@ -105,8 +105,9 @@ class TrainConfig:
     decode_len_b: int = 10  # (see decode_len_a)
     max_bad_steps: int = 10  # stop after this many non-finite losses in a row
     device: str = "auto"  # auto (cuda when there is one) | cpu | cuda | cuda:N
-    bf16: bool = True  # bf16 autocast (CUDA only; CPU always trains in float32)
+    precision: str = "auto"  # auto | fp32 | bf16 | fp16 (runtime/precision.py: auto picks)
     compile: bool = False  # run the training forward pass through torch.compile
+    prefetch: int = 2  # batches a background thread makes ahead (0: made on demand)
     threads: int = 0  # CPU threads of torch (0: torch's default)
     tensorboard: bool = True  # also write TensorBoard logs when tensorboard is installed
     find_unused: bool = False  # DDP: allow parameters without gradients (slower)
@@ -127,6 +128,15 @@ CHOICES = {
     ("optim", "optimizer"): ("adam", "adamw"),
     ("schedule", "kind"): ("constant", "inverse_sqrt", "linear", "plateau"),
     ("train", "best_metric"): ("ppl", "loss", "acc", "bleu", "chrf"),
+    ("train", "precision"): ("auto", "fp32", "bf16", "fp16"),
+}
+
+# Settings of older versions, read into their successors: (section, old name) ->
+# (new name, old value -> new value). ``train.bf16: true`` autocast to bfloat16 on CUDA and
+# trained in float32 on the CPU, which is what ``precision: auto`` does on both (on a GPU
+# without native bfloat16, auto now takes float16 with a gradient scaler instead).
+LEGACY = {
+    ("train", "bf16"): ("precision", lambda on: "auto" if on else "fp32"),
 }
 
 
@@ -303,12 +313,33 @@ def _type_name(t: Any) -> str:
 
 def set_value(config: Config, key: str, value: Any) -> None:
     """Set one setting, checked (``value`` is already parsed, e.g. from YAML)."""
+    legacy = _legacy(key)
+    if legacy is not None:
+        section, old = legacy
+        new, convert = LEGACY[legacy]
+        setattr(getattr(config, section), new, convert(_coerce_bool(f"{section}.{old}", value)))
+        return
     section, name, var = _resolve_key(key)
     target = getattr(config, section)
     if var is not None:
         target.vars[var] = value
         return
     setattr(target, name, _coerce(section, name, value))
+
+
+def _legacy(key: str) -> tuple[str, str] | None:
+    """The (section, old name) of a setting of an older version, or None."""
+    parts = key.split(".")
+    for section, old in LEGACY:
+        if parts == [section, old] or parts == [old]:
+            return section, old
+    return None
+
+
+def _coerce_bool(where: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise ConfigError(f"{where} takes true or false, not {value!r}")
 
 
 def merge(config: Config, data: Mapping[str, Any], origin: str) -> Config:
@@ -328,7 +359,7 @@ def merge(config: Config, data: Mapping[str, Any], origin: str) -> Config:
         if not isinstance(values, Mapping):
             raise ConfigError(f"{origin}: section '{section}' must hold key: value lines")
         for name, value in values.items():
-            if name not in _names(section):
+            if name not in _names(section) and (section, name) not in LEGACY:
                 raise ConfigError(f"{origin}: {_unknown(f'{section}.{name}')}")
             try:
                 set_value(config, f"{section}.{name}", value)

@@ -17,45 +17,77 @@ from torch import Tensor
 from .tokenizer import BOS, EOS, PAD
 
 
-@torch.no_grad()
-def greedy(
-    model, src: Tensor, src_words: Tensor | None = None, max_len: Tensor | int = 100
-) -> list[list[int]]:
-    """The argmax translation of each row of ``src`` (B, S), without bos/eos.
+def check_every(device: torch.device, every: int | None = None) -> int:
+    """Steps between the host's looks at which sentences are done (``every``, or the
+    device's default: :data:`CHECK_EVERY`)."""
+    if every is not None:
+        if every < 1:
+            raise ValueError("check_every must be at least 1")
+        return every
+    return CHECK_EVERY.get(device.type, CHECK_EVERY_ACCELERATOR)
 
-    ``max_len``: tokens at most per row (an int, or a (B,) tensor)."""
-    b = src.size(0)
+
+# How often the search reads the device. The only host read inside the loop asks which
+# sentences are done (one small tensor), to stop, and to drop finished sentences from the
+# batch. On a CPU reading is free, and dropping a finished sentence at once saves its
+# compute. On a GPU each read waits for the device to drain its queue of kernels, while a
+# finished sentence that stays a few steps costs little (its rows ride in the same batched
+# kernels): the search looks every 8 steps, an eighth of the synchronisations, at most 7
+# wasted steps per finished sentence.
+CHECK_EVERY = {"cpu": 1}
+CHECK_EVERY_ACCELERATOR = 8
+
+
+def _limits(max_len: Tensor | int, b: int, device: torch.device) -> tuple[Tensor, int]:
+    """(the per-row limit on the device, the largest limit as a Python int)."""
     limit = (
         torch.full((b,), max_len, dtype=torch.long)
         if isinstance(max_len, int)
         else max_len.long().cpu()
     )
+    return limit.to(device), int(limit.max()) if b else 0
+
+
+@torch.no_grad()
+def greedy(
+    model,
+    src: Tensor,
+    src_words: Tensor | None = None,
+    max_len: Tensor | int = 100,
+    every: int | None = None,
+) -> list[list[int]]:
+    """The argmax translation of each row of ``src`` (B, S), without bos/eos.
+
+    ``max_len``: tokens at most per row (an int, or a (B,) tensor). The state stays on the
+    device; the host looks at it every ``every`` steps (:func:`check_every`) to stop and to
+    drop finished rows, and reads the translations once at the end."""
+    b, device = src.size(0), src.device
+    limit, longest = _limits(max_len, b, device)
+    every = check_every(device, every)
     memory, state = model.start(src, src_words)
-    rows = torch.arange(b)  # original row of each live row
-    tokens = torch.full((b,), BOS, dtype=torch.long, device=src.device)
-    out: list[list[int]] = [[] for _ in range(b)]
-    for _t in range(int(limit.max())):
+    rows = torch.arange(b, device=device)  # original row of each row in the batch
+    done = torch.zeros(b, dtype=torch.bool, device=device)
+    tokens = torch.full((b,), BOS, dtype=torch.long, device=device)
+    out = torch.full((b, max(longest, 1)), PAD, dtype=torch.long, device=device)
+    for t in range(longest):
         logp = model.step(tokens, memory, state)  # (b_live, V)
         logp[:, PAD] = float("-inf")
         logp[:, BOS] = float("-inf")
         tokens = logp.argmax(-1)  # (b_live,)
-        picked = tokens.tolist()
-        live = []
-        for i, (row, tok) in enumerate(zip(rows.tolist(), picked)):
-            if tok == EOS:
-                continue
-            out[row].append(tok)
-            if len(out[row]) < limit[row]:
-                live.append(i)
-        if not live:
-            break
-        if len(live) < len(picked):  # drop finished rows from the batch
-            keep = torch.tensor(live, dtype=torch.long, device=src.device)
-            memory = memory.reorder(keep)
-            state.reorder(keep)
-            tokens = tokens.index_select(0, keep)
-            rows = rows[keep.cpu()]
-    return out
+        ended = tokens.eq(EOS)
+        out[rows, t] = torch.where(done | ended, PAD, tokens)  # rows done write nothing
+        done = done | ended | (limit <= t + 1)
+        if (t + 1) % every == 0 and t + 1 < longest:
+            live = (~done).nonzero().squeeze(1)  # the one host read
+            if live.numel() == 0:
+                break
+            if live.numel() < done.numel():  # drop finished rows from the batch
+                memory = memory.reorder(live)
+                state.reorder(live)
+                tokens, rows, done, limit = (
+                    x.index_select(0, live) for x in (tokens, rows, done, limit)
+                )
+    return [[tok for tok in row if tok != PAD] for row in out.tolist()]
 
 
 @dataclass(frozen=True)
@@ -90,6 +122,7 @@ def beam(
     penalty: str = "fairseq",
     alpha: float = 1.0,
     nbest: int = 1,
+    every: int | None = None,
 ) -> list[list[Hypothesis]]:
     """Beam search over each row of ``src`` (B, S): the ``nbest`` best hypotheses of each.
 
@@ -97,80 +130,116 @@ def beam(
     ``model.step`` (the cache holds B × size rows), keeps the best ``size`` continuations,
     and sets aside a hypothesis when it ends in eos (among the best ``size`` candidates).
     A sentence is done when ``size`` hypotheses have finished (or at ``max_len`` tokens,
-    where only eos may follow); it then leaves the batch."""
+    where only eos may follow).
+
+    All of it is tensor operations on the device: the live hypotheses (n, k) with their
+    prefixes, and the finished ones in per-sentence slots in the order they finished. The
+    host looks at which sentences are done every ``every`` steps (:func:`check_every`) to
+    stop and to drop them from the batch, and reads the hypotheses once at the end."""
     length_penalty(1, penalty, alpha)  # an unknown penalty fails before any work
-    b, k = src.size(0), size
-    limit = (
-        torch.full((b,), max_len, dtype=torch.long)
-        if isinstance(max_len, int)
-        else max_len.long().cpu()
-    )
+    b, k, device = src.size(0), size, src.device
+    limit, longest = _limits(max_len, b, device)
+    every = check_every(device, every)
     memory, state = model.start(src, src_words)
-    rows = torch.arange(b, device=src.device).repeat_interleave(k)
-    memory = memory.reorder(rows)  # k rows per sentence
-    state.reorder(rows)
-    live = list(range(b))  # sentences still searching, in batch order
-    scores = torch.full((b, k), float("-inf"), device=src.device)
+    memory = memory.reorder(torch.arange(b, device=device).repeat_interleave(k))
+    state.reorder(torch.arange(b, device=device).repeat_interleave(k))  # k rows a sentence
+    rows = torch.arange(b, device=device)  # original sentence of each sentence in the batch
+    done = torch.zeros(b, dtype=torch.bool, device=device)
+    scores = torch.full((b, k), float("-inf"), device=device)
     scores[:, 0] = 0.0  # one hypothesis to start from, not k copies
-    prefixes: list[list[list[int]]] = [[[] for _ in range(k)] for _ in range(b)]
-    finished: list[list[Hypothesis]] = [[] for _ in range(b)]
-    tokens = torch.full((b * k,), BOS, dtype=torch.long, device=src.device)
-    for t in range(int(limit.max()) + 1):
+    prefix = torch.empty(b, k, 0, dtype=torch.long, device=device)  # (n, k, t)
+    tokens = torch.full((b * k,), BOS, dtype=torch.long, device=device)
+    # finished hypotheses: k slots per sentence in the order they finished, + 1 spare slot
+    # that takes the writes of candidates that do not finish
+    fin_tokens = torch.full((b, k + 1, max(longest, 1)), PAD, dtype=torch.long, device=device)
+    fin_score = torch.zeros(b, k + 1, device=device)
+    fin_len = torch.zeros(b, k + 1, dtype=torch.long, device=device)
+    fin_count = torch.zeros(b, dtype=torch.long, device=device)
+    width = 0  # candidates per sentence each step
+    for t in range(longest + 1):
         logp = model.step(tokens, memory, state)  # (n·k, V)
-        vocab = logp.size(-1)
+        n, vocab = scores.size(0), logp.size(-1)
         logp[:, PAD] = float("-inf")
         logp[:, BOS] = float("-inf")
-        at_limit = torch.tensor([t >= limit[n] for n in live], device=logp.device)
-        if bool(at_limit.any()):  # at the length limit only eos may follow
-            only_eos = torch.full_like(logp[0], float("-inf"))
-            only_eos[EOS] = 0.0
-            rows_at = at_limit.repeat_interleave(k)
-            logp[rows_at] = logp[rows_at] + only_eos
-        total = (scores.view(-1, 1) + logp).view(len(live), k * vocab)
-        best, index = total.topk(min(2 * k, k * vocab), dim=-1)
-        best, index = best.tolist(), index.tolist()
-        keep_rows, new_tokens, new_scores, still = [], [], [], []
-        for i, n in enumerate(live):
-            chosen: list[tuple[int, int, float]] = []
-            for rank, (value, flat) in enumerate(zip(best[i], index[i])):
-                if value == float("-inf"):
-                    break
-                beam_i, tok = divmod(flat, vocab)
-                if tok == EOS:
-                    if rank < k and len(finished[n]) < k:
-                        hyp = prefixes[n][beam_i]
-                        finished[n].append(
-                            Hypothesis(
-                                list(hyp),
-                                value,
-                                value / length_penalty(len(hyp) + 1, penalty, alpha),
-                            )
-                        )
-                elif len(chosen) < k:
-                    chosen.append((beam_i, tok, value))
-                if len(chosen) == k:
-                    break
-            if len(finished[n]) >= k or not chosen:
-                continue  # done: the sentence leaves the batch
-            while len(chosen) < k:  # fewer live continuations than beams
-                chosen.append((chosen[0][0], chosen[0][1], float("-inf")))
-            still.append(n)
-            prefixes[n] = [prefixes[n][bi] + [tok] for bi, tok, _ in chosen]
-            keep_rows += [i * k + bi for bi, _, _ in chosen]
-            new_tokens += [tok for _, tok, _ in chosen]
-            new_scores.append([v for _, _, v in chosen])
-        if not still:
-            break
-        keep = torch.tensor(keep_rows, dtype=torch.long, device=src.device)
+        # at the length limit only eos may follow
+        at_limit = (limit <= t).repeat_interleave(k).unsqueeze(1)  # (n·k, 1)
+        not_eos = torch.arange(vocab, device=device).ne(EOS)
+        logp = logp.masked_fill(at_limit & not_eos, float("-inf"))
+        total = (scores.view(-1, 1) + logp).view(n, k * vocab)
+        width = min(2 * k, k * vocab)
+        best, index = total.topk(width, dim=-1)  # (n, 2k) candidates, best first
+        beam_i, tok = index.div(vocab, rounding_mode="floor"), index.remainder(vocab)
+        real = best.ne(float("-inf"))
+        rank = torch.arange(width, device=device)
+        is_eos = tok.eq(EOS)
+
+        # eos among the best k candidates: finished, while the sentence has room
+        ends = is_eos & real & (rank < k) & ~done.unsqueeze(1)
+        slot = fin_count[rows].unsqueeze(1) + ends.long().cumsum(1) - 1
+        ends &= slot < k
+        slot = torch.where(ends, slot, k)  # the spare slot for the rest
+        where = (rows.unsqueeze(1).expand(n, width), slot)
+        fin_score[where] = best
+        fin_len[where] = t
+        if t:
+            ended = prefix.gather(1, beam_i.unsqueeze(2).expand(n, width, t))  # (n, 2k, t)
+            fin_tokens[where[0], where[1], :t] = ended
+        fin_count.index_add_(0, rows, ends.sum(1))
+
+        # the best k candidates that do not end go on (rank order); fewer than k: the best
+        # repeated with score -inf
+        goes_on = ~is_eos & real
+        order = torch.where(goes_on, rank, rank + width).argsort(1)[:, :k]  # (n, k)
+        spare = torch.arange(k, device=device) >= goes_on.sum(1, keepdim=True)
+        c_beam, c_tok = beam_i.gather(1, order), tok.gather(1, order)
+        c_beam = torch.where(spare, c_beam[:, :1], c_beam)
+        c_tok = torch.where(spare, c_tok[:, :1], c_tok)
+        scores = torch.where(spare, float("-inf"), best.gather(1, order))
+        done = done | (fin_count[rows] >= k) | ~goes_on.any(1)
+        keep = (torch.arange(n, device=device).unsqueeze(1) * k + c_beam).view(-1)  # (n·k,)
+        prefix = torch.cat(
+            [prefix.gather(1, c_beam.unsqueeze(2).expand(n, k, t)), c_tok.unsqueeze(2)], 2
+        )
+        tokens = c_tok.view(-1)
+        if (t + 1) % every == 0 or t == longest:
+            live = (~done).nonzero().squeeze(1)  # the one host read
+            if live.numel() == 0:
+                break
+            if live.numel() < n:  # drop finished sentences from the batch
+                keep = keep.view(n, k).index_select(0, live).view(-1)
+                tokens = tokens.view(n, k).index_select(0, live).view(-1)
+                scores, prefix, rows, done, limit = (
+                    x.index_select(0, live) for x in (scores, prefix, rows, done, limit)
+                )
         memory = memory.reorder(keep)
         state.reorder(keep)
-        tokens = torch.tensor(new_tokens, dtype=torch.long, device=src.device)
-        scores = torch.tensor(new_scores, device=src.device)
-        live = still
+    return _hypotheses(fin_tokens, fin_score, fin_len, fin_count, penalty, alpha, nbest)
+
+
+def _hypotheses(
+    fin_tokens: Tensor,
+    fin_score: Tensor,
+    fin_len: Tensor,
+    fin_count: Tensor,
+    penalty: str,
+    alpha: float,
+    nbest: int,
+) -> list[list[Hypothesis]]:
+    """The finished hypotheses read from the device (once), best first by the
+    length-penalised score (ties keep the order they finished in)."""
     out = []
-    for n in range(b):
-        hyps = sorted(finished[n], key=lambda h: h.normalized, reverse=True)
-        out.append(hyps[:nbest])
+    for toks, scores, lens, count in zip(
+        fin_tokens.tolist(), fin_score.tolist(), fin_len.tolist(), fin_count.tolist()
+    ):
+        hyps = [
+            Hypothesis(
+                toks[i][: lens[i]],
+                scores[i],
+                scores[i] / length_penalty(lens[i] + 1, penalty, alpha),
+            )
+            for i in range(count)
+        ]
+        out.append(sorted(hyps, key=lambda h: h.normalized, reverse=True)[:nbest])
     return out
 
 

@@ -1,8 +1,9 @@
 """The training loop: ``runtime.train(config, out)`` (``adl train`` is a thin layer over it).
 
 One update: ``train.accumulate`` batches (token-count batches, bucketed by length), the
-label-smoothed loss normalised by the update's target tokens, backward (bf16 autocast on
-CUDA), gradient clipping, Adam/AdamW at the schedule's rate. A non-finite loss or gradient
+label-smoothed loss normalised by the update's target tokens, forward in ``train.precision``
+(autocast, and a gradient scaler for float16: runtime/precision.py), backward, gradient
+clipping, Adam/AdamW at the schedule's rate. A non-finite loss or gradient
 skips the update (counted); ``train.max_bad_steps`` of them in a row stop the run and leave
 the last checkpoint as it was. Every ``train.valid_every`` updates: validation (perplexity,
 accuracy, BLEU and chrF of greedy translations), the plateau schedule and early stopping,
@@ -12,6 +13,7 @@ and returns.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import random
@@ -31,6 +33,7 @@ import adl
 from . import checkpoint as ckpt
 from . import config as config_mod
 from . import distributed
+from . import precision as precision_mod
 from .batching import Batch, BatchStream
 from .config import Config
 from .corpus import TextPairs, read_split
@@ -39,6 +42,7 @@ from .errors import CheckpointError, RunDirError, TrainingStopped, UserError
 from .logs import Metrics, Progress, close_logger, duration, make_logger
 from .loss import token_loss
 from .model import build_model, check_model, position_limits
+from .prefetch import Prefetcher
 from .rundir import RunDir, RunLock, held_for_me, user_errors
 from .schedule import Schedule
 from .tokencache import DEFAULT_NAME, TokenCache
@@ -46,6 +50,7 @@ from .tokenizer import Tokenizers, make_tokenizers
 from .validate import signatures, validate
 
 STEP_CALLBACK = Callable[[int, list[Batch]], None]
+MIN_LOSS_SCALE = 2.0**-14  # fp16: overflows below this loss scale count as bad steps
 
 
 @dataclass
@@ -92,6 +97,11 @@ class Trainer:
         self.run_dir = RunDir(Path(out))
         t = self.cfg.train
         self.dist, self.device = distributed.setup(t.device)
+        self.precision = precision_mod.select(t.precision, self.device)
+        # the run's config.yaml and checkpoints record the precision chosen, not "auto"
+        self.cfg = dataclasses.replace(
+            self.cfg, train=dataclasses.replace(t, precision=self.precision.name)
+        )
         self.main = self.dist.main
         self._threads = torch.get_num_threads()  # given back by close()
         self.lock = RunLock(self.run_dir)  # one process trains a run (rank 0 holds it)
@@ -152,19 +162,25 @@ class Trainer:
         self.model = self._model(state).to(self.device)
         self.needs_words = bool(getattr(self.model, "needs_src_words", False))
         self.optimizer = self._optimizer()
+        self.scaler = self.precision.scaler()  # float16 loss scaling; a pass-through otherwise
         self.schedule = Schedule(self.cfg.schedule, self.cfg.optim.lr, t.max_steps)
-        self.stream = BatchStream(
-            self.train_data,
-            t.max_tokens,
-            t.max_sentences,
-            t.seed,
-            self.dist.rank,
-            self.dist.world,
-            self.tokenizers.word_ids if self.needs_words else None,
+        self.stream = Prefetcher(  # batches made ahead by a thread, pinned for a GPU
+            BatchStream(
+                self.train_data,
+                t.max_tokens,
+                t.max_sentences,
+                t.seed,
+                self.dist.rank,
+                self.dist.world,
+                self.tokenizers.word_ids if self.needs_words else None,
+            ),
+            self.device,
+            t.prefetch,
         )
         # bookkeeping saved in checkpoints
         self.step = 0
         self.skipped = 0  # non-finite updates skipped, in all
+        self.overflows = 0  # fp16: updates skipped while the gradient scaler lowered its scale
         self.bad_in_row = 0
         self.best_value: float | None = None
         self.best_loss: float | None = None  # validation loss there (breaks capped-ppl ties)
@@ -428,9 +444,8 @@ class Trainer:
         )
         t = self.cfg.train
         where = f"{self.device}" + (f", {self.dist.world} processes" if self.dist.enabled else "")
-        autocast = " bf16 autocast," if self._bf16 else ""
         self.log.info(
-            f"training on {where},{autocast} {t.max_tokens:,} tokens a batch x "
+            f"training on {where}, {self.precision.describe()}, {t.max_tokens:,} tokens a batch x "
             f"{t.accumulate} per update; schedule {self.cfg.schedule.kind}, "
             f"lr {self.cfg.optim.lr:g}"
         )
@@ -450,14 +465,8 @@ class Trainer:
                 f"signatures: BLEU {sig['bleu']}; chrF {sig['chrf']}"
             )
 
-    @property
-    def _bf16(self) -> bool:
-        return self.cfg.train.bf16 and self.device.type == "cuda"
-
     def _autocast(self):
-        if self._bf16:
-            return torch.autocast("cuda", dtype=torch.bfloat16)
-        return nullcontext()
+        return self.precision.autocast()
 
     # --- state ---------------------------------------------------------------------------
     def _rng_state(self) -> dict[str, Any]:
@@ -482,6 +491,9 @@ class Trainer:
         self.best_loss = tr.get("best_loss")
         self.stale, self.history = int(tr["stale"]), list(tr["history"])
         self.last_metrics = dict(state.get("metrics") or {})
+        self.overflows = int(tr.get("overflows", 0))
+        if self.scaler.is_enabled() and state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])  # the loss scale goes on where it was
         self.saved_step = self.step
         rngs = state["rng"]
         if len(rngs) == self.dist.world:
@@ -506,8 +518,10 @@ class Trainer:
             "schedule": self.schedule.state_dict(),
             "data": self.stream.state_dict(),
             "rng": rngs,
+            "scaler": self.scaler.state_dict(),  # {} unless precision fp16
             "trainer": {
                 "skipped": self.skipped,
+                "overflows": self.overflows,
                 "best_value": self.best_value,
                 "best_loss": self.best_loss,
                 "best_step": self.best_step,
@@ -631,10 +645,11 @@ class Trainer:
                     else:
                         logits = self.train_model(batch.src, batch.tgt_in)
                 sums = token_loss(logits, batch.tgt_out, o.label_smoothing)
-                (sums.loss / tokens).backward()
+                self.scaler.scale(sums.loss / tokens).backward()
             loss_sum += sums.loss.detach()
             nll_sum += sums.nll.detach()
         params = [p for p in self.model.parameters() if p.grad is not None]
+        self.scaler.unscale_(self.optimizer)  # true gradients before clipping (fp16)
         norm = torch.nn.utils.clip_grad_norm_(
             params, o.clip_norm if o.clip_norm > 0 else float("inf")
         )
@@ -645,9 +660,16 @@ class Trainer:
         if ok:
             for group in self.optimizer.param_groups:
                 group["lr"] = lr
-            self.optimizer.step()
+            self.scaler.step(self.optimizer)  # optimizer.step() (fp16: on unscaled gradients)
             self.step += 1
             self.bad_in_row = 0
+        elif self._overflow(loss):
+            self.overflows += 1
+            self.log.info(
+                f"step {self.step + 1:,}: float16 gradients overflowed at loss scale "
+                f"{self.scaler.get_scale():g}: update skipped, the scale halves "
+                f"({self.overflows} in all)"
+            )
         else:
             self.skipped += 1
             self.bad_in_row += 1
@@ -656,6 +678,7 @@ class Trainer:
                 f"(loss {loss}, gradient norm {float(norm)}): update skipped "
                 f"({self.bad_in_row} in a row, {self.skipped} in all)"
             )
+        self.scaler.update()  # fp16: lower the scale after an overflow, raise it now and then
         self.optimizer.zero_grad(set_to_none=True)
         if not ok and self.bad_in_row >= t.max_bad_steps:
             last = (
@@ -677,6 +700,16 @@ class Trainer:
             "lr": lr,
             "norm": float(norm),
         }
+
+    def _overflow(self, loss: float) -> bool:
+        """Whether a skipped update is the gradient scaler's business (float16 gradients out
+        of range at the current loss scale) rather than a bad step: the loss is finite and the
+        scale is still above MIN_LOSS_SCALE (below it, lowering the scale cannot help)."""
+        return (
+            self.precision.scaled
+            and math.isfinite(loss)
+            and self.scaler.get_scale() >= MIN_LOSS_SCALE
+        )
 
     def _log_train(self, window: dict[str, Any], result: dict[str, Any]) -> None:
         elapsed = max(time.monotonic() - window["time"], 1e-9)
@@ -828,6 +861,8 @@ class Trainer:
     def close(self) -> None:
         """Give back what the trainer holds (log file, TensorBoard writer, threads)."""
         torch.set_num_threads(self._threads)
+        if getattr(self, "stream", None) is not None:
+            self.stream.close()
         if hasattr(self, "metrics"):
             self.metrics.close()
         if hasattr(self, "log"):

@@ -1,9 +1,18 @@
 """Dot-product attention (self and source, multi-head) and MLP attention.
 
 Scores ``Q K^T / √s`` go through torch's fused ``scaled_dot_product_attention``. Self-attention
-is masked by role: padding keys in an encoder, later positions in a decoder. In incremental
-decoding self-attention appends each step's keys and values to its cache, and source
-attention projects the encoder states once per sentence.
+is masked by role: padding keys in an encoder (a (B, 1, 1, S) mask, none when nothing is
+padded), later positions in a decoder (``is_causal``, no mask). In incremental decoding
+self-attention appends each step's keys and values to its cache, and source attention projects
+the encoder states once per sentence.
+
+Local windows (``mh_dot_self_att(window=k)`` in an encoder or a decoder): a decoder's cache
+keeps only the last k - 1 keys and values, so a decoding step attends to its whole cache with
+no mask (a fused kernel, O(k) per step). A training pass passes the band as a mask to the
+fused kernel, which never builds the (T, S) scores (the mask costs T·S bytes a sentence);
+from ``BAND_FROM`` (8192) positions on, where that mask grows large, it takes the banded form
+:func:`band_attention`, which scores only the k keys of each query ((B, H, T, k): no (T, S)
+matrix at all). bench/banded.py measures both forms.
 """
 
 from __future__ import annotations
@@ -30,6 +39,58 @@ def merge_heads(x: Tensor) -> Tensor:
     """(B, H, T, d) -> (B, T, H·d)."""
     b, h, t, d = x.shape
     return x.transpose(1, 2).reshape(b, t, h * d)
+
+
+# Windowed training passes of this many positions or more take the banded form. Below it the
+# fused kernel with the band as a mask was faster and kept less for the backward pass at every
+# length bench/banded.py measured on a CPU (32-512); the (B, T, T) mask only grows as large as
+# a layer's activations around T = 40 d.
+BAND_FROM = 8192
+
+
+def band_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    lo: int,
+    hi: int,
+    scale: float,
+    key_ok: Tensor | None = None,
+    dropout: float = 0.0,
+) -> Tensor:
+    """softmax(Q K^T · scale) V where query t (at key position p = S - T + t) sees the keys
+    p + lo .. p + hi (lo <= 0 <= hi) that exist and that ``key_ok`` (B, S) allows; a query
+    that sees none gets 0 (as the fused kernel gives). q (B, H, T, d), k and v (B, H, S, d).
+
+    The scores are (B, H, T, W), W = hi - lo + 1: one pass over the keys per band position
+    (each a shifted view of K and V), never a (T, S) matrix."""
+    T, S = q.size(2), k.size(2)
+    width = hi - lo + 1
+    offset = S - T  # key position of query 0
+    left = max(0, -(offset + lo))
+    right = max(0, offset + T - 1 + hi - (S - 1))
+    kp = F.pad(k, (0, 0, left, right))  # (B, H, left + S + right, d)
+    vp = F.pad(v, (0, 0, left, right))
+    start = offset + lo + left  # padded index of band position 0 of query 0
+    taps = range(width)
+    scores = torch.stack([(q * kp[:, :, start + w : start + w + T]).sum(-1) for w in taps], -1)
+    scores = scores * scale  # (B, H, T, W)
+    j = torch.arange(T, device=q.device).unsqueeze(1) + torch.arange(width, device=q.device)
+    j = j + offset + lo  # (T, W): the key position of each band position
+    valid = ((j >= 0) & (j < S)).unsqueeze(0)  # (1, T, W)
+    if key_ok is not None:
+        okp = F.pad(key_ok, (left, right), value=False)
+        valid = valid & torch.stack([okp[:, start + w : start + w + T] for w in taps], -1)
+    valid = valid.unsqueeze(1)  # (B | 1, 1, T, W)
+    seen = valid.any(-1, keepdim=True)
+    scores = scores.masked_fill(~valid, float("-inf")).masked_fill(~seen, 0.0)
+    p = scores.softmax(-1).masked_fill(~valid, 0.0)  # a query that sees nothing: all 0
+    if dropout:
+        p = F.dropout(p, dropout)
+    out = p[..., 0:1] * vp[:, :, start : start + T]
+    for w in taps[1:]:
+        out = out + p[..., w : w + 1] * vp[:, :, start + w : start + w + T]
+    return out  # (B, H, T, d)
 
 
 def causal_mask(queries: int, keys: int, offset: int, device: torch.device) -> Tensor:
@@ -123,19 +184,42 @@ class SelfAttention(DotAttention):
         super().__init__(d_in, d_in, heads, s, num_hidden, att_num_hidden, dropout)
         self.qkv = nn.Linear(d_in, 3 * self.att)  # [W^Q; W^K; W^V] in one matmul
         self.window = window
+        self.banded: bool | None = None  # windows: None picks (BAND_FROM), True/False force
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
+        band = self.band(ctx)
         if ctx.state is not None:
             cache = ctx.state.of(self)
             if "k" in cache:
                 k = torch.cat([cache["k"], k], dim=2)
                 v = torch.cat([cache["v"], v], dim=2)
-            cache["k"], cache["v"] = k, v
+            # a window reaches back k - 1 positions: older keys are never seen again
+            old = (
+                max(k.size(2) - (self.window - 1), 0)
+                if band is not None and self.window is not None
+                else 0
+            )
+            cache["k"], cache["v"] = k[:, :, old:], v[:, :, old:]
+        banded = self.banded if self.banded is not None else q.size(2) >= BAND_FROM
+        if band is not None and banded and ctx.record is None and not self.retrieves:
+            key_ok = None if ctx.pad is None or ctx.state is not None else ~ctx.pad
+            p = self.dropout if self.training else 0.0
+            return self.out(merge_heads(band_attention(q, k, v, *band, self.scale, key_ok, p)))
         mask, causal = self.mask(ctx, q.size(2), k.size(2), x.device)
         if ctx.record is not None:
             ctx.record_attention(self, "self", self.probabilities(q, k, mask, causal))
         return self.attend(q, k, v, mask, causal)
+
+    def band(self, ctx: Context) -> tuple[int, int] | None:
+        """(lo, hi): the window as key offsets from the query, or None (no window, or a joint
+        stream, whose mask is not a band)."""
+        if self.window is None or ctx.role == "joint":
+            return None
+        if ctx.causal:
+            return -(self.window - 1), 0  # the previous k positions, the query included
+        dl, du = patterns.band_limits(self.window)  # i - dl < j < i + du
+        return -(dl - 1), du - 1
 
     def mask(self, ctx: Context, queries: int, keys: int, device: torch.device):
         """(attention mask or None, is_causal) for this role, window and step."""
@@ -156,11 +240,11 @@ class SelfAttention(DotAttention):
                 return pad, False
             band = patterns.band(queries, self.window).to(device=device, dtype=torch.bool)
             return (band if pad is None else band & pad), False
+        if queries == 1 and (self.window is None or keys <= self.window):
+            return None, False  # one new position sees all (a window's cache holds k - 1)
         if self.window is None:
             if ctx.state is None:
                 return None, True
-            if queries == 1:
-                return None, False  # one new position sees all
             return causal_mask(queries, keys, keys - queries, device), False
         q = torch.arange(keys - queries, keys, device=device).unsqueeze(1)
         j = torch.arange(keys, device=device).unsqueeze(0)

@@ -21,7 +21,7 @@ class Memory:
 
     ``top`` is the encoder's final output U^{L_s}; ``blocks`` are U^0 .. U^n, the input of the
     encoder's top-level ``repeat`` and the output of each of its copies (empty without a
-    repeat); ``pad`` marks padding (B, S)."""
+    repeat); ``pad`` marks padding (B, S), or is None when nothing is padded."""
 
     top: Tensor
     pad: Tensor | None

@@ -1,12 +1,19 @@
 """Hard-coded Gaussian attention (You et al., 2020) over the value vectors.
 
-The full form multiplies by the weight matrices of :func:`adl.patterns.gaussian`. The
-windowed and index forms are depthwise convolutions over time with a fixed kernel per head:
-they never build an n × n matrix.
+Every form of ``gauss_att`` is a depthwise convolution over time with a fixed kernel per
+head (a banded form: it never builds an n × n matrix, and a decoder's cache keeps only the
+last values the kernel reaches). The windowed and index forms are their own kernels; the full
+form's kernel is the density within ``TAIL`` σ of the centre i + o_h: beyond it the density
+is below 1e-10 of its peak (N(7σ) / N(0) = e^-24.5), far below float32's resolution, so the
+banded and the dense form (the matrices of :func:`adl.patterns.gaussian`; ``banded = False``
+computes it, as the reference the tests and bench/banded.py compare with) agree to float
+rounding. Cross attention (``gauss_src_att``) multiplies by its (H, T, S) weights, which do
+not depend on the batch.
 """
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import torch
@@ -17,6 +24,8 @@ from .. import patterns
 from ..analysis.program import Node
 from .base import Builder, Layer, implements
 from .context import Context
+
+TAIL = 6.0  # the banded full form keeps the density within TAIL σ of the centre
 
 
 def head_offsets(offsets: list, heads: int | None) -> list[int]:
@@ -77,40 +86,47 @@ class GaussianSelfAttention(Layer):
         self.value = nn.Linear(d_in, a)
         self.out = nn.Linear(a, num_hidden)
         self.register_buffer("channels", head_channels(len(self.offsets), a), persistent=False)
-        self.conv = window is not None or index
-        if self.conv:
-            self._build_kernel(a)
+        self.banded = True  # False: the dense full form (the reference; not for the index form)
+        self._build_kernel(a)
 
     @classmethod
     def build(cls, node: Node, b: Builder) -> GaussianSelfAttention:
         return cls(node.d_in, **b.arguments(node), causal=b.role != "encoder")
 
     def _build_kernel(self, a: int) -> None:
-        """Depthwise kernel (a, 1, K) over relative positions r = j - i in [-left, right]."""
+        """Depthwise kernel (a, 1, K) over relative positions r = j - i in [-left, right]
+        (computed on the CPU, also when the model is built on the meta device)."""
+        with torch.device("cpu"):
+            self._make_kernel(a)
+
+    def _make_kernel(self, a: int) -> None:
         taps = {}
         for h, o in enumerate(self.offsets):
             if self.index:
                 taps[h] = {o: 1.0}  # the value at i + o
-            else:
-                assert self.window is not None  # a kernel without index= has a window
-                dl, du = patterns.band_limits(self.window)  # N(r; o, σ), r - o in (-dl, du)
-                rel = torch.arange(o - dl + 1, o + du, dtype=torch.float64)
-                pdf = patterns.normal_pdf(rel - o, self.sigma)
-                taps[h] = {int(ri): float(wi) for ri, wi in zip(rel, pdf)}
+            else:  # N(r; o, σ), r - o in (-dl, du): the window, or TAIL σ (the full form)
+                if self.window is None:
+                    dl = du = math.ceil(TAIL * self.sigma) + 1
+                else:
+                    dl, du = patterns.band_limits(self.window)
+                r = torch.arange(o - dl + 1, o + du, dtype=torch.float64)
+                w = patterns.normal_pdf(r - o, self.sigma)
+                taps[h] = {int(ri): float(wi) for ri, wi in zip(r, w)}
             if self.causal:  # a decoder never sees j > i
                 taps[h] = {j: p for j, p in taps[h].items() if j <= 0}
         rs = [r for t in taps.values() for r in t] or [0]
         self.left, self.right = max(0, -min(rs)), max(0, max(rs))
         rows = torch.zeros(len(self.offsets), self.left + self.right + 1)  # one per head
-        for h, t in taps.items():
-            for r, w in t.items():
-                rows[h, r + self.left] = w
-        kernel = rows[self.channels].unsqueeze(1)  # (a, 1, K): each channel its head's row
+        for h, tap in taps.items():
+            for j, p in tap.items():
+                rows[h, j + self.left] = p
+        channels = head_channels(len(self.offsets), a)
+        kernel = rows[channels].unsqueeze(1)  # (a, 1, K): each channel its head's row
         self.register_buffer("kernel", kernel, persistent=False)
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         v = ctx.zero_padding(self.value(x))  # (B, T, a), cut at padding
-        if self.conv:
+        if self.banded or self.index or self.window is not None:
             return self.out(self._convolve(v, ctx))
         if ctx.state is not None:
             cache = ctx.state.of(self)

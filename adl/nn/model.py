@@ -85,7 +85,9 @@ class Seq2Seq(nn.Module):
         return self.decode(tgt_in, self.encode(src, src_words))
 
     def encode(self, src: Tensor, src_words: Tensor | None = None) -> Memory:
-        pad = src.eq(self.pad_id)  # (B, S)
+        padding = src.eq(self.pad_id)  # (B, S)
+        # one look per batch: no padding, no masks (fused attention)
+        pad = padding if bool(padding.any()) else None
         ctx = Context("encoder", pad=pad, blocks=[], record=self._recording)
         if src_words is not None:
             ctx.extra["words"] = src_words

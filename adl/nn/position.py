@@ -46,8 +46,11 @@ class LearnedPositions(Layer):
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         positions = ctx.position_ids(x.size(1), x.device)
         limit = self.embed.num_embeddings
-        if positions.numel() and int(positions.max()) >= limit:
-            reach = int(positions.max()) + 1
+        if ctx.positions is None:  # offset + t: known on the host (no device read a step)
+            reach = ctx.offset + x.size(1)
+        else:
+            reach = int(positions.max()) + 1 if positions.numel() else 0
+        if reach > limit:
             raise InputError(
                 f"learn_pos(max_seq_len={limit}) embeds sequences of at most {limit} "
                 f"positions; this input has {reach} (filter longer lines or raise max_seq_len)",
