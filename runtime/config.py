@@ -268,13 +268,13 @@ def _coerce(section: str, name: str, value: Any) -> Any:
         if isinstance(value, bool):
             return value
     elif base is int:
-        value = _number(value)
+        value = yaml_number(value)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
         if isinstance(value, float) and value.is_integer():
             return int(value)
     elif base is float:
-        value = _number(value)
+        value = yaml_number(value)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
     elif base is str:
@@ -289,7 +289,7 @@ def _coerce(section: str, name: str, value: Any) -> Any:
     raise ConfigError(f"{where} takes {_type_name(base)}, not {value!r}")
 
 
-def _number(value: Any) -> Any:
+def yaml_number(value: Any) -> Any:
     """A number written as text that YAML 1.1 leaves a string (``1e-3``, ``5_000``)."""
     if isinstance(value, str):
         for kind in (int, float):

@@ -21,3 +21,16 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(argv))
     return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="session")
+def project_wheel(tmp_path_factory) -> Path:
+    """The project's wheel, built once per test session (``pip wheel``, no dependencies)."""
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("wheel")
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
+    r = subprocess.run([*command, "-w", str(out), str(ROOT)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return next(out.glob("adl-*.whl"))

@@ -1,7 +1,5 @@
 """The wheel holds every package and the grammar; pyproject lists every package."""
 
-import subprocess
-import sys
 import zipfile
 
 import pytest
@@ -43,24 +41,8 @@ def test_dependencies_keep_a_normal_range():
 
 
 @pytest.mark.slow
-def test_wheel_ships_the_grammar(tmp_path):
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(tmp_path),
-            str(ROOT),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert r.returncode == 0, r.stderr
-    wheel = next(tmp_path.glob("adl-*.whl"))
+def test_wheel_ships_the_grammar(project_wheel):
+    wheel = project_wheel
     names = zipfile.ZipFile(wheel).namelist()
     assert "adl/grammar/adl.lark" in names
     for pkg in _listed():

@@ -235,7 +235,7 @@ class _Reader:
                 )
 
     def integer(self, value: Any, mark: Mark, what: str, minimum: int = 1) -> int | None:
-        value = _number(value)
+        value = cfgmod.yaml_number(value)
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
@@ -244,7 +244,7 @@ class _Reader:
         return value
 
     def number(self, value: Any, mark: Mark, what: str) -> float | None:
-        value = _number(value)
+        value = cfgmod.yaml_number(value)
         if (
             not isinstance(value, (int, float))
             or isinstance(value, bool)
@@ -502,7 +502,7 @@ class _Reader:
                 out[key] = self.integer(out[key], m.value_mark(key), f"{what}: {key}")
         for key in ("alpha", "len_a"):
             if key in out:
-                v = _number(out[key])
+                v = cfgmod.yaml_number(out[key])
                 ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
                 if not ok:
                     self.add(m.value_mark(key), f"{what}: {key} takes a number >= 0")
@@ -674,17 +674,6 @@ def canonical_key(key: str) -> str | None:
         return key
     owners = [k for k in names if k.split(".", 1)[1] == key]
     return owners[0] if len(owners) == 1 else None
-
-
-def _number(value: Any) -> Any:
-    """A number written as text that YAML 1.1 leaves a string (``1e-3``, ``5_000``)."""
-    if isinstance(value, str):
-        for kind in (int, float):
-            try:
-                return kind(value.replace("_", ""))
-            except ValueError:
-                pass
-    return value
 
 
 def _show(value: Any) -> str:

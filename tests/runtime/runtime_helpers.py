@@ -64,6 +64,27 @@ def data_args(paths: dict[str, str], valid: bool = True) -> list[str]:
     return args + (["--valid", paths["valid"]] if valid else [])
 
 
+def train_reverse_run(tmp: Path, *settings: str) -> Path:
+    """A reverse-task run of 300 steps (d_model 48) in ``tmp/run``, for a test module to
+    share; ``settings``: further ``KEY=VALUE`` settings."""
+    from conftest import run_cli
+
+    paths = reverse_task(tmp / "data", train=2000, valid=40)
+    out = tmp / "run"
+    options = ["d_model=48", "max_tokens=1024", "max_steps=300", "valid_every=300", *settings]
+    code, _, err = run_cli(
+        "train",
+        *model_files(tmp),
+        *data_args(paths),
+        *QUICK,
+        *(arg for setting in options for arg in ("--set", setting)),
+        "--out",
+        str(out),
+    )
+    assert code == 0, err
+    return out
+
+
 def env() -> dict[str, str]:
     """The environment of a child ``adl`` process (this checkout first on the path)."""
     e = dict(os.environ)

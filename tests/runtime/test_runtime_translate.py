@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 from conftest import run_cli
-from runtime_helpers import QUICK, data_args, model_files, reverse_task
+from runtime_helpers import train_reverse_run
 
 from adl.runtime import checkpoint as ckpt
 
@@ -16,25 +16,7 @@ from adl.runtime import checkpoint as ckpt
 def run(tmp_path_factory):
     """A reverse-task run of 300 steps (a module's tests share it)."""
     tmp = tmp_path_factory.mktemp("translate")
-    paths = reverse_task(tmp / "data", train=2000, valid=40)
-    out = tmp / "run"
-    code, _, err = run_cli(
-        "train",
-        *model_files(tmp),
-        *data_args(paths),
-        *QUICK,
-        "--set",
-        "d_model=48",
-        "--set",
-        "max_tokens=1024",
-        "--set",
-        "max_steps=300",
-        "--set",
-        "valid_every=300",
-        "--out",
-        str(out),
-    )
-    assert code == 0, err
+    out = train_reverse_run(tmp)
     return tmp, out
 
 

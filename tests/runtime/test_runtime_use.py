@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 from conftest import run_cli
-from runtime_helpers import QUICK, data_args, model_files, reverse_task
+from runtime_helpers import train_reverse_run
 
 import adl
 from adl.runtime.errors import CheckpointError
@@ -19,27 +19,7 @@ SENTENCES = ["a b c d", "q r s", "", "f g h i j", "t s a"]
 def run(tmp_path_factory):
     """A reverse-task run with tied output embeddings (the module's tests share it)."""
     tmp = tmp_path_factory.mktemp("use")
-    paths = reverse_task(tmp / "data", train=2000, valid=40)
-    out = tmp / "run"
-    code, _, err = run_cli(
-        "train",
-        *model_files(tmp),
-        *data_args(paths),
-        *QUICK,
-        "--set",
-        "d_model=48",
-        "--set",
-        "max_tokens=1024",
-        "--set",
-        "max_steps=300",
-        "--set",
-        "valid_every=300",
-        "--set",
-        "tie_embeddings=true",
-        "--out",
-        str(out),
-    )
-    assert code == 0, err
+    out = train_reverse_run(tmp, "tie_embeddings=true")
     return tmp, out
 
 
