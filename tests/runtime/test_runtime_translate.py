@@ -163,14 +163,18 @@ def test_translate_streams_each_line_before_the_next_is_written(run):
     from runtime_helpers import adl_command, env
 
     tmp, out = run
-    child = subprocess.Popen(
-        adl_command("translate", "--model", str(out), "--beam", "2"),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env(),
-    )
+
+    def start() -> subprocess.Popen:
+        return subprocess.Popen(
+            adl_command("translate", "--model", str(out), "--beam", "2"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env(),
+        )
+
+    child = start()
     try:
         child.stdin.write("a b c d\n")
         child.stdin.flush()
@@ -187,14 +191,7 @@ def test_translate_streams_each_line_before_the_next_is_written(run):
         child.kill()
         child.wait()
     # Ctrl-C: exit 130, no traceback, the lines already translated already written
-    child = subprocess.Popen(
-        adl_command("translate", "--model", str(out), "--beam", "2"),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env(),
-    )
+    child = start()
     try:
         child.stdin.write("e f g\n")
         child.stdin.flush()
