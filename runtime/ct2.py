@@ -362,6 +362,25 @@ def _programs(spec):
     )
 
 
+def convertible(model) -> Any:
+    """The CTranslate2 spec of a built model, or the ConversionError that names the first
+    layer CTranslate2 has no equivalent of (and where it is)."""
+    _ctranslate2()
+    if model.spec.joint is not None:
+        raise ConversionError(
+            "a joint (decoder-only) model has no CTranslate2 Transformer equivalent here"
+        )
+    return build_spec(model, _programs(model.spec))
+
+
+def check_run(run_or_file: str | Path, checkpoint: str = "best") -> None:
+    """Refuse a run's model before anything is written when CTranslate2 cannot take it."""
+    from . import checkpoint as ckpt
+
+    path = ckpt.resolve(run_or_file, checkpoint)
+    convertible(ckpt.model_from_state(ckpt.load(path), path))
+
+
 def export_ctranslate2(folder: str | Path, quantization: str = "float32") -> Path:
     """Convert an ``adl export`` folder's model into FOLDER/ctranslate2 (weights of type
     ``quantization``); returns that folder."""
@@ -372,11 +391,7 @@ def export_ctranslate2(folder: str | Path, quantization: str = "float32") -> Pat
 
     folder = Path(folder)
     model, tokenizers = load_export(folder)
-    if model.spec.joint is not None:
-        raise ConversionError(
-            "a joint (decoder-only) model has no CTranslate2 Transformer equivalent here"
-        )
-    spec = build_spec(model, _programs(model.spec))
+    spec = convertible(model)
     src = [tokenizers.src.id_to_piece(i) for i in range(tokenizers.src_vocab)]
     tgt = [tokenizers.tgt.id_to_piece(i) for i in range(tokenizers.tgt_vocab)]
     spec.register_source_vocabulary(src)
@@ -452,33 +467,43 @@ class Ct2Translator:
         results = [[("", Hypothesis([], 0.0, 0.0))] for _ in lines]
         if not todo:
             return results
-        # CTranslate2 takes one length limit per call: one call per limit, as ADL limits
-        # each sentence to len_a x its length + len_b tokens
-        by_limit: dict[int, list[int]] = {}
+        # ADL limits each sentence to len_a x its length + len_b tokens; CTranslate2 takes one
+        # limit per call, and one call per distinct limit would hardly batch. So one call
+        # with the largest limit, then the sentences that went past their own limit again at
+        # that limit. Greedy output is the same as a search at each sentence's own limit; a
+        # beam's would differ only where a hypothesis cut at the limit outscored every
+        # hypothesis that ended within it.
+        limits = {i: max(1, int(len(pieces[i]) * options.len_a + options.len_b)) for i in todo}
+        found = dict(
+            zip(todo, self._batch([pieces[i] for i in todo], options, max(limits.values())))
+        )
+        again: dict[int, list[int]] = {}
         for i in todo:
-            limit = max(1, int(len(pieces[i]) * options.len_a + options.len_b))
-            by_limit.setdefault(limit, []).append(i)
-        found, order = [], []
-        for limit, rows in sorted(by_limit.items()):
-            found += self.engine.translate_batch(
-                [pieces[i] for i in rows],
-                beam_size=options.beam,
-                num_hypotheses=options.nbest,
-                length_penalty=options.alpha if options.penalty != "none" else 0.0,
-                max_decoding_length=limit,
-                max_batch_size=options.max_tokens,
-                batch_type="tokens",
-                return_scores=True,
-                suppress_sequences=[["<pad>"], ["<s>"]],
-            )
-            order += rows
-        for i, result in zip(order, found):
+            if any(len(tokens) > limits[i] for tokens in found[i].hypotheses):
+                again.setdefault(limits[i], []).append(i)
+        for limit, rows in again.items():
+            found.update(zip(rows, self._batch([pieces[i] for i in rows], options, limit)))
+        for i in todo:
             hyps = []
-            for tokens, score in zip(result.hypotheses, result.scores):
+            for tokens, score in zip(found[i].hypotheses, found[i].scores):
                 ids = [sp_tgt.piece_to_id(t) for t in tokens]
                 hyps.append((sp_tgt.decode(ids), Hypothesis(ids, math.nan, score)))
             results[i] = hyps or results[i]
         return results
+
+    def _batch(self, pieces: list[list[str]], options, limit: int) -> list:
+        """One ``translate_batch`` call (CTranslate2 makes batches of ``max_tokens``)."""
+        return self.engine.translate_batch(
+            pieces,
+            beam_size=options.beam,
+            num_hypotheses=options.nbest,
+            length_penalty=options.alpha if options.penalty != "none" else 0.0,
+            max_decoding_length=limit,
+            max_batch_size=options.max_tokens,
+            batch_type="tokens",
+            return_scores=True,
+            suppress_sequences=[["<pad>"], ["<s>"]],
+        )
 
     def translate(self, lines, *, beam: int = 5, nbest: int = 1, max_len_a=1.5, max_len_b=10):
         from .search import SearchOptions

@@ -180,6 +180,12 @@ def test_the_ctranslate2_export_decodes_like_adl(run, exported):
     )
     expected = adl_model.score([s for s, _ in pairs], [t for _, t in pairs])
     assert [sum(r.log_probs) for r in scored] == pytest.approx(expected, abs=1e-3)
+    # one CTranslate2 call for sentences of different limits, and the ones cut at their own
+    # limit (len_a 0.5: 2 to 3 tokens of a 4- to 6-token reversal) still match ADL's
+    mixed = ["a b c d", "q r s", "f g h i j", "t s a", "a", "j i h g f e"]
+    short = adl.load_model(out).translate(mixed, beam=1, max_len_a=0.5, max_len_b=0)
+    assert ct2.translate(mixed, beam=1, max_len_a=0.5, max_len_b=0) == short
+    assert max(len(t.split()) for t in short) < 4  # the limits did cut
 
 
 def test_ctranslate2_refuses_other_layers_naming_them_and_where(run, tmp_path):
@@ -198,3 +204,4 @@ def test_ctranslate2_refuses_other_layers_naming_them_and_where(run, tmp_path):
     code, _, err = run_cli("export", str(path), "--out", str(tmp_path / "x"), "--ctranslate2")
     assert code == 1 and "Traceback" not in err
     assert "layer 'cnn' (encoder layer 3.1)" in err and ":1:" in err
+    assert not (tmp_path / "x").exists()  # refused before anything was written
