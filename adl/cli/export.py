@@ -41,6 +41,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from adl.runtime.export import export_run
 
+    if args.ctranslate2:  # a model CTranslate2 cannot take is refused before anything is written
+        from adl.runtime.ct2 import check_run
+
+        check_run(args.run_dir, args.checkpoint)
     out = export_run(args.run_dir, args.out, args.checkpoint)
     print(f"exported {args.run_dir} -> {out}")
     if args.ctranslate2:
