@@ -93,6 +93,15 @@ def env() -> dict[str, str]:
     return e
 
 
+def sigint_default() -> None:
+    """A child's ``preexec_fn``: Ctrl-C back to its default. A shell without job control
+    starts a background job (``bash .ci/run &``) with SIGINT ignored, every process under it
+    inherits that, and Python then never raises KeyboardInterrupt."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def adl_command(*argv: str) -> list[str]:
     return [
         sys.executable,

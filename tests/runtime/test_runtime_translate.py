@@ -160,7 +160,7 @@ def test_translate_streams_each_line_before_the_next_is_written(run):
     import signal
     import subprocess
 
-    from runtime_helpers import adl_command, env
+    from runtime_helpers import adl_command, env, sigint_default
 
     tmp, out = run
 
@@ -172,6 +172,7 @@ def test_translate_streams_each_line_before_the_next_is_written(run):
             stderr=subprocess.PIPE,
             text=True,
             env=env(),
+            preexec_fn=sigint_default,  # Ctrl-C works even when the tests run in the background
         )
 
     child = start()
