@@ -257,21 +257,18 @@ def build_spec(model, programs) -> Any:
             "swish": common_spec.Activation.SWISH,
         }[names.pop()]
 
+    def stack(kind, side: Side, layers):
+        return kind(
+            len(layers),
+            heads(layers),
+            pre_norm=bool(side.pre_norm),
+            no_final_norm=side.final_norm is None,
+            activation=act(layers),
+        )
+
     spec = transformer_spec.TransformerSpec(
-        transformer_spec.TransformerEncoderSpec(
-            len(enc_layers),
-            heads(enc_layers),
-            pre_norm=bool(enc.pre_norm),
-            no_final_norm=enc.final_norm is None,
-            activation=act(enc_layers),
-        ),
-        transformer_spec.TransformerDecoderSpec(
-            len(dec_layers),
-            heads(dec_layers),
-            pre_norm=bool(dec.pre_norm),
-            no_final_norm=dec.final_norm is None,
-            activation=act(dec_layers),
-        ),
+        stack(transformer_spec.TransformerEncoderSpec, enc, enc_layers),
+        stack(transformer_spec.TransformerDecoderSpec, dec, dec_layers),
     )
     eps = _epsilon(enc, dec)
     spec.config.layer_norm_epsilon = eps
@@ -371,14 +368,6 @@ def convertible(model) -> Any:
             "a joint (decoder-only) model has no CTranslate2 Transformer equivalent here"
         )
     return build_spec(model, _programs(model.spec))
-
-
-def check_run(run_or_file: str | Path, checkpoint: str = "best") -> None:
-    """Refuse a run's model before anything is written when CTranslate2 cannot take it."""
-    from . import checkpoint as ckpt
-
-    path = ckpt.resolve(run_or_file, checkpoint)
-    convertible(ckpt.model_from_state(ckpt.load(path), path))
 
 
 def export_ctranslate2(folder: str | Path, quantization: str = "float32") -> Path:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,9 +67,15 @@ def validation_scores(run_dir: Path) -> dict[str, Any] | None:
     return found
 
 
-def export_run(run_or_file: str | Path, out: str | Path, checkpoint: str = "best") -> Path:
+def export_run(
+    run_or_file: str | Path,
+    out: str | Path,
+    checkpoint: str = "best",
+    check: Callable[[Any], Any] | None = None,
+) -> Path:
     """Write the export of a run's checkpoint (``checkpoint``: best | last | average | a
-    file) into the folder ``out``; returns the folder."""
+    file) into the folder ``out``; returns the folder. ``check(model)``, when given, runs
+    before anything is written (a refusal raises and leaves no folder)."""
     from safetensors.torch import save_model
 
     from . import checkpoint as ckpt
@@ -79,6 +86,8 @@ def export_run(run_or_file: str | Path, out: str | Path, checkpoint: str = "best
     model = ckpt.model_from_state(state, path)
     tokenizers = Tokenizers.from_state(state["tokenizer"])
     spec = model.spec
+    if check is not None:
+        check(model)
     target = _out_dir(out)
     run_dir = Path(run_or_file) if Path(run_or_file).is_dir() else None
     scores = validation_scores(run_dir) if run_dir is not None else None

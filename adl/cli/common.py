@@ -15,6 +15,16 @@ class UsageError(Exception):
 DEFAULTS = {"d_model": 512, "heads": 8, "dropout": 0.1}  # adl.check's model settings
 
 
+def add_checkpoint_option(p: argparse.ArgumentParser) -> None:
+    """``--checkpoint WHICH``: which of a run's checkpoints a command reads."""
+    p.add_argument(
+        "--checkpoint",
+        default="best",
+        metavar="WHICH",
+        help="best, last, average, or a file in RUN/checkpoints (default best)",
+    )
+
+
 def add_model_options(p: argparse.ArgumentParser) -> None:
     # None: not given (a preset's value, else DEFAULTS)
     p.add_argument("--d-model", type=int, metavar="N", help="model size (512)")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from .common import add_checkpoint_option
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -17,12 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("run_dir", metavar="RUN", help="a run directory of adl train (or a checkpoint)")
     p.add_argument("--out", required=True, metavar="DIR", help="the folder to write")
-    p.add_argument(
-        "--checkpoint",
-        default="best",
-        metavar="WHICH",
-        help="best, last, average, or a file in RUN/checkpoints (default best)",
-    )
+    add_checkpoint_option(p)
     p.add_argument(
         "--ctranslate2",
         action="store_true",
@@ -39,13 +36,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from adl.runtime.ct2 import convertible
     from adl.runtime.export import export_run
 
-    if args.ctranslate2:  # a model CTranslate2 cannot take is refused before anything is written
-        from adl.runtime.ct2 import check_run
-
-        check_run(args.run_dir, args.checkpoint)
-    out = export_run(args.run_dir, args.out, args.checkpoint)
+    # a model CTranslate2 cannot take is refused before anything is written
+    check = convertible if args.ctranslate2 else None
+    out = export_run(args.run_dir, args.out, args.checkpoint, check)
     print(f"exported {args.run_dir} -> {out}")
     if args.ctranslate2:
         from adl.runtime.ct2 import export_ctranslate2

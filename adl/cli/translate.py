@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .common import UsageError, add_checkpoint_option
+
 
 def add_search_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
@@ -13,12 +15,7 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
         metavar="RUN",
         help="a run directory of adl train, a checkpoint file, or a folder of adl export",
     )
-    p.add_argument(
-        "--checkpoint",
-        default="best",
-        metavar="WHICH",
-        help="best, last, average, or a file in RUN/checkpoints (default best)",
-    )
+    add_checkpoint_option(p)
     p.add_argument(
         "--beam", type=int, default=5, metavar="K", help="beam size (1: greedy; default 5)"
     )
@@ -106,8 +103,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _options(args: argparse.Namespace):
     from adl.runtime.search import SearchOptions
     from adl.runtime.translator import check_options
-
-    from .common import UsageError
 
     if args.beam < 1:
         raise UsageError("--beam must be at least 1")
@@ -235,8 +230,6 @@ def _write(path: str | None, lines: list[str]) -> None:
 def run_eval(args: argparse.Namespace) -> int:
     from adl.runtime.inference import report, score
     from adl.runtime.lines import LineStream, read_lines
-
-    from .common import UsageError
 
     refs = read_lines(args.ref, allow_empty=True)
     if args.hyp is not None:

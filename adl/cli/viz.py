@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from .common import add_checkpoint_option
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -74,12 +76,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="RUN",
         help="a run directory of adl train (or a checkpoint file)",
     )
-    att.add_argument(
-        "--checkpoint",
-        default="best",
-        metavar="WHICH",
-        help="best, last, average or a file name in RUN/checkpoints (best)",
-    )
+    add_checkpoint_option(att)
     att.add_argument("--src", required=True, metavar="SENTENCE", help="the source sentence")
     att.add_argument(
         "--tgt",
