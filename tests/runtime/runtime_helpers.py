@@ -93,13 +93,27 @@ def env() -> dict[str, str]:
     return e
 
 
-def sigint_default() -> None:
+def _sigint_default() -> None:
     """A child's ``preexec_fn``: Ctrl-C back to its default. A shell without job control
     starts a background job (``bash .ci/run &``) with SIGINT ignored, every process under it
     inherits that, and Python then never raises KeyboardInterrupt."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_adl(*argv: str, stdin: int | None = None) -> subprocess.Popen:
+    """``adl ARGV`` as a child with its output in text pipes, to signal or feed while it
+    runs; Ctrl-C (SIGINT) works in it even when the tests run as a background job."""
+    return subprocess.Popen(
+        adl_command(*argv),
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(),
+        preexec_fn=_sigint_default,
+    )
 
 
 def adl_command(*argv: str) -> list[str]:

@@ -39,25 +39,22 @@ def test_the_quick_start_runs_as_written(tmp_path):
     section = DOC[DOC.index("## Using a trained model") : DOC.index("## Translating and scoring")]
     script = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
     shown = re.search(r"prints\n\n```text\n(.*?)```", section, re.S).group(1)
-    r = subprocess.run(
-        ["bash", "-e", "-c", script],
-        cwd=tmp_path / "toy",
-        env=e,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout == shown
-    for command, output in re.findall(r"^\$ (.*)\n((?:[^$`].*\n)*)", section, re.M):
-        r = subprocess.run(
-            ["bash", "-e", "-c", command],
+
+    def sh(script: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["bash", "-e", "-c", script],
             cwd=tmp_path / "toy",
             env=e,
             capture_output=True,
             text=True,
             timeout=600,
         )
+
+    r = sh(script)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout == shown
+    for command, output in re.findall(r"^\$ (.*)\n((?:[^$`].*\n)*)", section, re.M):
+        r = sh(command)
         assert r.returncode == 0, (command, r.stderr[-3000:])
         assert r.stdout == output, command
 

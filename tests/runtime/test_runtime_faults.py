@@ -4,12 +4,11 @@ the last good checkpoint intact; Ctrl-C writes a checkpoint and exits cleanly.""
 import hashlib
 import json
 import signal
-import subprocess
 import time
 
 import pytest
 import torch
-from runtime_helpers import QUICK, adl_command, data_args, env, model_files, reverse_task
+from runtime_helpers import QUICK, data_args, model_files, reverse_task, start_adl
 
 from adl import runtime
 from adl.runtime import checkpoint as ckpt
@@ -86,23 +85,17 @@ def test_k_nan_losses_in_a_row_stop_with_the_last_checkpoint_intact(tmp_path):
 def test_ctrl_c_writes_a_checkpoint_and_exits_cleanly(tmp_path):
     paths = reverse_task(tmp_path / "data", train=300, valid=10)
     run = RunDir(tmp_path / "run")
-    child = subprocess.Popen(
-        adl_command(
-            "train",
-            *model_files(tmp_path),
-            *data_args(paths),
-            *QUICK,
-            "--set",
-            "max_steps=100000",
-            "--set",
-            "valid_every=1000",
-            "--out",
-            str(run.root),
-        ),
-        env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    child = start_adl(
+        "train",
+        *model_files(tmp_path),
+        *data_args(paths),
+        *QUICK,
+        "--set",
+        "max_steps=100000",
+        "--set",
+        "valid_every=1000",
+        "--out",
+        str(run.root),
     )
     try:
         deadline = time.monotonic() + 120

@@ -13,7 +13,7 @@ import time
 
 import pytest
 from conftest import run_cli
-from runtime_helpers import QUICK, adl_command, data_args, env, model_files, reverse_task
+from runtime_helpers import QUICK, adl_command, data_args, env, model_files, reverse_task, start_adl
 
 from adl import runtime
 from adl.runtime import checkpoint as ckpt
@@ -126,13 +126,7 @@ def test_a_second_resume_exits_1_and_leaves_the_first_runs_metrics_alone(tmp_pat
     )
     assert code == 0, err
     resume = ["train", "--resume", "--out", str(run.root), "--set", "log_every=1"]
-    first = subprocess.Popen(
-        adl_command(*resume, "--set", "max_steps=1000000", "--set", "valid_every=1000000"),
-        env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    first = start_adl(*resume, "--set", "max_steps=1000000", "--set", "valid_every=1000000")
     try:
         deadline = time.monotonic() + 120
         while not (run.metrics.is_file() and '"step": 8,' in run.metrics.read_text()):

@@ -160,20 +160,12 @@ def test_translate_streams_each_line_before_the_next_is_written(run):
     import signal
     import subprocess
 
-    from runtime_helpers import adl_command, env, sigint_default
+    from runtime_helpers import start_adl
 
     tmp, out = run
 
     def start() -> subprocess.Popen:
-        return subprocess.Popen(
-            adl_command("translate", "--model", str(out), "--beam", "2"),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env(),
-            preexec_fn=sigint_default,  # Ctrl-C works even when the tests run in the background
-        )
+        return start_adl("translate", "--model", str(out), "--beam", "2", stdin=subprocess.PIPE)
 
     child = start()
     try:
