@@ -1,7 +1,7 @@
 """ADL beside Sockeye 3 and fairseq: the same recipe, the same minutes, at the same time.
 
     python bench/peers.py [--corpus DIR] [--minutes 15] [--peers sockeye,fairseq]
-                          [--preset demo] [--set KEY=VALUE ...] [--out DIR]
+                          [--preset small_cpu] [--set KEY=VALUE ...] [--out DIR]
 
 1. The corpus (default: the bundled Bible corpus, English-French verses of at most 20 words,
    as in ``adl demo``; ``--corpus`` takes any folder of train/valid/test files) gets one
@@ -114,7 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--langs", nargs=2, metavar=("SRC", "TGT"), help="the corpus' file suffixes")
     p.add_argument("--minutes", type=float, default=15.0, help="training minutes per system")
     p.add_argument("--peers", default="sockeye,fairseq", help="sockeye, fairseq, torch")
-    p.add_argument("--preset", default="demo", help="the ADL preset every system follows")
+    p.add_argument(
+        "--preset", default="small_cpu", help="the ADL preset every system follows (small_cpu)"
+    )
     p.add_argument("--set", action="append", default=[], dest="sets", metavar="KEY=VALUE")
     p.add_argument("--out", type=Path, help="output folder (default runs/peers/CORPUS)")
     p.add_argument("--cache", type=Path, default=ROOT / "data" / "cache" / "peers")
@@ -244,7 +246,13 @@ def main(argv: list[str] | None = None) -> int:
         f"{recipe.betas}, peak learning rate {recipe.lr:g} after {recipe.warmup} warm-up "
         f"updates then inverse square root, label smoothing {recipe.label_smoothing:g}, "
         f"clipping {recipe.clip_norm:g}, validation every {recipe.valid_every} updates, "
-        f"best checkpoint by {recipe.best_metric}",
+        f"best checkpoint by {recipe.best_metric}"
+        + (
+            f"; ADL's best may be the average of its last 2 to {recipe.average_last} "
+            "checkpoints (train.average_last, chosen on validation; 'avg A–B' under best at)"
+            if recipe.average_last
+            else ""
+        ),
         f"Sockeye's inv-sqrt-decay is not normalised by the warm-up (its peak is "
         f"initial_lr / sqrt(warmup)): its --initial-learning-rate is "
         f"{recipe.sockeye_initial_lr:.6g} = {recipe.lr:g} x sqrt({recipe.warmup}), the same "

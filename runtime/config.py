@@ -97,6 +97,7 @@ class TrainConfig:
     valid_every: int = 1000  # updates between validations and checkpoints
     keep_last: int = 5  # step-N.pt checkpoints kept (0: all)
     keep_best: int = 1  # best step-N.pt checkpoints kept besides (for averaging)
+    average_last: int = 0  # at the end, averages of the last 2..N checkpoints can become best.pt
     best_metric: str = "ppl"  # best.pt is best by: ppl | loss | acc | bleu | chrf
     patience: int = 0  # stop after this many validations without a better best (0: never)
     bleu: bool = True  # greedy-decode the validation set for BLEU and chrF
@@ -185,6 +186,14 @@ class Config:
         for section, key in (("data", "max_len"), ("data", "valid_max")):
             if getattr(getattr(self, section), key) < 0:
                 raise ConfigError(f"{section}.{key} must be 0 (no limit) or positive")
+        if self.train.average_last == 1 or self.train.average_last < 0:
+            raise ConfigError("train.average_last must be 0 (no averaging) or at least 2")
+        if 0 < self.train.keep_last < self.train.average_last:
+            raise ConfigError(
+                f"train.average_last={self.train.average_last} averages checkpoints that "
+                f"train.keep_last={self.train.keep_last} deletes: set keep_last to at least "
+                f"{self.train.average_last} (or 0: keep all)"
+            )
         if self.train.valid_bleu_sentences < 0:
             raise ConfigError("train.valid_bleu_sentences must be 0 (all) or positive")
         if len(self.optim.betas) != 2:

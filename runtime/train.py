@@ -30,9 +30,9 @@ import torch
 
 import adl
 
+from . import averaging, distributed
 from . import checkpoint as ckpt
 from . import config as config_mod
-from . import distributed
 from . import precision as precision_mod
 from .batching import Batch, BatchStream
 from .config import Config
@@ -599,6 +599,8 @@ class Trainer:
                     reason = "interrupted"
             if self.saved_step != self.step:
                 self._checkpoint(validate=reason != "interrupted")
+            if reason != "interrupted":
+                self._average()
         finally:
             self._restore_signals(previous)
             if progress is not None:
@@ -736,24 +738,27 @@ class Trainer:
 
     # --- validation and checkpoints --------------------------------------------------------
     def _validate(self) -> dict[str, float]:
-        t = self.cfg.train
-        metrics: dict[str, float] = {}
-        if self.main and self.valid_data is not None:
-            metrics = validate(
-                self.model,
-                self.valid_data,
-                self.tokenizers,
-                self.device,
-                max_tokens=t.max_tokens,
-                smoothing=self.cfg.optim.label_smoothing,
-                bleu=t.bleu,
-                bleu_sentences=t.valid_bleu_sentences,
-                len_a=t.decode_len_a,
-                len_b=t.decode_len_b,
-                max_out=self.positions[1],
-                autocast=self._autocast,
-            )
+        metrics = self._measure() if self.main and self.valid_data is not None else {}
         return distributed.broadcast(self.dist, metrics)
+
+    def _measure(self) -> dict[str, float]:
+        """The validation of the model as it is now (this process only)."""
+        t = self.cfg.train
+        assert self.valid_data is not None
+        return validate(
+            self.model,
+            self.valid_data,
+            self.tokenizers,
+            self.device,
+            max_tokens=t.max_tokens,
+            smoothing=self.cfg.optim.label_smoothing,
+            bleu=t.bleu,
+            bleu_sentences=t.valid_bleu_sentences,
+            len_a=t.decode_len_a,
+            len_b=t.decode_len_b,
+            max_out=self.positions[1],
+            autocast=self._autocast,
+        )
 
     def _checkpoint(self, validate: bool) -> bool:
         """Validate (all ranks take part), update the schedule and the best, write the
@@ -795,14 +800,7 @@ class Trainer:
             self.valid_seconds += seconds
             record = {"split": "valid", "step": self.step, **metrics, "seconds": round(seconds, 3)}
             self.metrics.write(record)
-            shown = " | ".join(
-                f"{k} {v:.4g}"
-                if k in ("ppl", "loss")
-                else f"{k} {v:.2f}"
-                if k in ("bleu", "chrf")
-                else f"{k} {v:.4f}"
-                for k, v in metrics.items()
-            )
+            shown = _shown(metrics)
             share = self.valid_seconds / max(time.monotonic() - self._started, 1e-9)
             self.log.info(
                 f"validation at step {self.step:,}: {shown}"
@@ -838,6 +836,54 @@ class Trainer:
         )
         return [h["step"] for h in ranked[: t.keep_best]]
 
+    def _average(self) -> None:
+        """train.average_last: validate the averages of the last 2..N checkpoints; the best
+        becomes best.pt when it beats every checkpoint (runtime/averaging.py)."""
+        t = self.cfg.train
+        if t.average_last < 2 or not self.main or self.valid_data is None:
+            return
+        files = self.run_dir.step_files()
+        if len(files) < 2:
+            return
+        started = time.monotonic()
+        trained = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+
+        def measure(weights: dict[str, Any]) -> dict[str, float]:
+            self.model.load_state_dict(weights)
+            return self._measure()
+
+        def seen(found: averaging.Average) -> None:
+            self.metrics.write(
+                {"split": "average", "step": self.step, "steps": found.steps, **found.metrics}
+            )
+            self.log.info(
+                f"average of the last {len(found.steps)} checkpoints (steps "
+                f"{', '.join(f'{s:,}' for s in found.steps)}): {_shown(found.metrics)}"
+            )
+
+        try:
+            found = averaging.best_average(files, t.average_last, measure, t.best_metric, seen)
+        finally:
+            self.model.load_state_dict(trained)
+        took = time.monotonic() - started
+        if found is not None and averaging.better(
+            t.best_metric, found.metrics, self.best_value, self.best_loss
+        ):
+            ckpt.save(found.state, self.run_dir.average)
+            ckpt.publish(self.run_dir.average, self.run_dir.best)
+            self.best_value = found.metrics[t.best_metric]
+            self.best_loss = found.metrics.get("loss")
+            self.log.info(
+                f"best.pt is now the average of steps "
+                f"{', '.join(f'{s:,}' for s in found.steps)} ({t.best_metric} "
+                f"{self.best_value:.4g}; {took:.1f}s of averaging)"
+            )
+        else:
+            self.log.info(
+                f"no average beats the best checkpoint (step {self.best_step:,}): best.pt "
+                f"stays ({took:.1f}s of averaging)"
+            )
+
     # --- signals -------------------------------------------------------------------------
     def _install_signals(self) -> dict[int, Any]:
         if threading.current_thread() is not threading.main_thread():
@@ -868,3 +914,15 @@ class Trainer:
         if hasattr(self, "log"):
             close_logger(self.log)
         self.lock.release()
+
+
+def _shown(metrics: dict[str, float]) -> str:
+    """Validation metrics as the log shows them."""
+    return " | ".join(
+        f"{k} {v:.4g}"
+        if k in ("ppl", "loss")
+        else f"{k} {v:.2f}"
+        if k in ("bleu", "chrf")
+        else f"{k} {v:.4f}"
+        for k, v in metrics.items()
+    )

@@ -255,8 +255,16 @@ def test_small_cpu_differs_from_demo_only_where_it_says():
         for key in demo[section]
         if demo[section][key] != small[section][key]
     }
-    assert changed == {"data.max_len", "data.valid_max", "train.max_steps", "train.max_minutes"}
+    assert changed == {
+        "data.max_len",
+        "data.valid_max",
+        "train.max_steps",
+        "train.max_minutes",
+        "train.keep_last",
+        "train.average_last",
+    }
     assert (small["data"]["max_len"], small["data"]["valid_max"]) == (256, 500)
+    assert (small["train"]["keep_last"], small["train"]["average_last"]) == (4, 4)
     recipe = recipe_mod.load("small_cpu", root=str(ROOT))
     assert recipe.max_len == 256 and recipe.valid_max == 500
 

@@ -39,6 +39,7 @@ class Recipe:
     valid_every: int  # updates between validations (and checkpoints)
     valid_max: int  # validation sentences used (0: all)
     best_metric: str  # the best checkpoint is best by: bleu | chrf | ppl | loss | acc
+    average_last: int  # ADL only: averages of its last 2..N checkpoints may become best
     seed: int  # seeds weights and batch order
 
     @property
@@ -94,6 +95,7 @@ def from_config(config: Config, preset: str, sets: Sequence[str] = ()) -> Recipe
         max_len=d.max_len,
         max_ratio=d.max_ratio,
         valid_every=t.valid_every,
+        average_last=t.average_last,
         valid_max=d.valid_max,
         best_metric=t.best_metric if t.bleu or t.best_metric not in ("bleu", "chrf") else "ppl",
         seed=t.seed,

@@ -153,6 +153,12 @@ def adl_stats(run: Path) -> dict:
         left -= len(batches)
         epoch += 1
     trainer = last["trainer"]
+    best: int | str | None = trainer.get("best_step")
+    averaged = torch.load(
+        run / "checkpoints" / "best.pt", map_location="cpu", weights_only=True
+    ).get("averaged_steps")
+    if averaged:  # train.average_last made best.pt the average of these steps
+        best = f"avg {averaged[0]:,}–{averaged[-1]:,}"
     seconds = None
     log = run / "train.log"
     if log.is_file():
@@ -161,7 +167,7 @@ def adl_stats(run: Path) -> dict:
     return {
         "updates": steps,
         "tokens": tokens,
-        "best_update": trainer.get("best_step"),
+        "best_update": best,
         "epochs": float(last.get("epoch", 0.0)),
         "train_time": seconds,
         "pairs": data.stats.kept,

@@ -30,7 +30,7 @@ class Row:
     round: int  # the round it trained in (systems of a round ran at the same time)
     updates: int | None = None
     tokens: int | None = None  # target tokens trained on (with eos)
-    best_update: int | None = None
+    best_update: int | str | None = None  # a step, or 'avg A–B' for an average
     train_seconds: float | None = None  # wall-clock of its training process
     scores: dict[int, Score] = field(default_factory=dict)  # beam size -> score
     note: str = ""
@@ -81,7 +81,8 @@ def markdown(rows: Sequence[Row], beams: Sequence[int], title: str, notes: Seque
     lines = [f"### {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         cells = [row.system, str(row.round), _int(row.updates), _int(row.tokens)]
-        cells += [_int(row.best_update), _secs(row.train_seconds)]
+        best = row.best_update
+        cells += [best if isinstance(best, str) else _int(best), _secs(row.train_seconds)]
         for k in beams:
             s = row.scores.get(k)
             if s is None:
