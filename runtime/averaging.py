@@ -30,13 +30,6 @@ class Average:
     state: dict[str, Any]  # the checkpoint (no optimizer state)
 
 
-def better(metric: str, a: dict[str, float], b_value: float | None, b_loss: float | None) -> bool:
-    """Whether validation ``a`` ranks above a best of ``b_value`` (with loss ``b_loss``)."""
-    if b_value is None:
-        return True
-    return ckpt.rank(metric, a[metric], a.get("loss"))[:2] < ckpt.rank(metric, b_value, b_loss)[:2]
-
-
 def best_average(
     files: dict[int, Path],
     most: int,
@@ -53,8 +46,7 @@ def best_average(
         state = ckpt.average([files[s] for s in steps[-k:]])
         average = Average(steps[-k:], measure(state["model"]), state)
         seen(average)
-        if found is None or better(
-            metric, average.metrics, found.metrics[metric], found.metrics.get("loss")
-        ):
+        got, best = average.metrics, found.metrics if found else {}
+        if ckpt.better(metric, got[metric], got.get("loss"), best.get(metric), best.get("loss")):
             found = average
     return found

@@ -45,6 +45,14 @@ def rank(metric: str, value: float, loss: float | None = None, step: int = 0) ->
     return (value if math.isfinite(value) else math.inf, tie, -step)
 
 
+def better(
+    metric: str, value: float, loss: float | None, best: float | None, best_loss: float | None
+) -> bool:
+    """Whether a validation of ``value`` (with ``loss``) ranks above the best so far, of
+    ``best`` (with ``best_loss``; None: there is none yet)."""
+    return best is None or rank(metric, value, loss)[:2] < rank(metric, best, best_loss)[:2]
+
+
 # --- writing ------------------------------------------------------------------------------
 def _fsync_dir(directory: Path) -> None:
     try:

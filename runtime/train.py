@@ -785,11 +785,7 @@ class Trainer:
                     "(bleu and chrf need train.bleu=true)"
                 )
             loss = metrics.get("loss")
-            improved = (
-                self.best_value is None
-                or ckpt.rank(t.best_metric, value, loss)[:2]
-                < ckpt.rank(t.best_metric, self.best_value, self.best_loss)[:2]
-            )
+            improved = ckpt.better(t.best_metric, value, loss, self.best_value, self.best_loss)
             if improved:
                 self.best_value, self.best_loss = value, loss
                 self.best_step, self.stale = self.step, 0
@@ -857,8 +853,8 @@ class Trainer:
                 {"split": "average", "step": self.step, "steps": found.steps, **found.metrics}
             )
             self.log.info(
-                f"average of the last {len(found.steps)} checkpoints (steps "
-                f"{', '.join(f'{s:,}' for s in found.steps)}): {_shown(found.metrics)}"
+                f"average of the last {len(found.steps)} checkpoints "
+                f"(steps {_steps(found.steps)}): {_shown(found.metrics)}"
             )
 
         try:
@@ -866,16 +862,19 @@ class Trainer:
         finally:
             self.model.load_state_dict(trained)
         took = time.monotonic() - started
-        if found is not None and averaging.better(
-            t.best_metric, found.metrics, self.best_value, self.best_loss
+        if found is not None and ckpt.better(
+            t.best_metric,
+            found.metrics[t.best_metric],
+            found.metrics.get("loss"),
+            self.best_value,
+            self.best_loss,
         ):
             ckpt.save(found.state, self.run_dir.average)
             ckpt.publish(self.run_dir.average, self.run_dir.best)
             self.best_value = found.metrics[t.best_metric]
             self.best_loss = found.metrics.get("loss")
             self.log.info(
-                f"best.pt is now the average of steps "
-                f"{', '.join(f'{s:,}' for s in found.steps)} ({t.best_metric} "
+                f"best.pt is now the average of steps {_steps(found.steps)} ({t.best_metric} "
                 f"{self.best_value:.4g}; {took:.1f}s of averaging)"
             )
         else:
@@ -926,3 +925,8 @@ def _shown(metrics: dict[str, float]) -> str:
         else f"{k} {v:.4f}"
         for k, v in metrics.items()
     )
+
+
+def _steps(steps: list[int]) -> str:
+    """Steps as the log shows them: 1,000, 1,200."""
+    return ", ".join(f"{s:,}" for s in steps)

@@ -59,6 +59,21 @@ def model_files(directory: Path) -> list[str]:
     return [str(enc), str(dec)]
 
 
+def reverse_config(tmp: Path, *sets: str, train: int = 100, valid: int = 5):
+    """The configuration of a small reverse-task run (preset tiny, d_model 32, batches of 256
+    tokens) on data written to ``tmp/data``; ``sets``: further ``KEY=VALUE`` settings."""
+    from adl import runtime
+
+    paths = reverse_task(tmp / "data", train=train, valid=valid)
+    return runtime.configure(
+        model_files(tmp),
+        preset="tiny",
+        train=(paths["train"] + ".src", paths["train"] + ".tgt"),
+        valid=(paths["valid"] + ".src", paths["valid"] + ".tgt"),
+        sets=["d_model=32", "max_tokens=256", *sets],
+    )
+
+
 def data_args(paths: dict[str, str], valid: bool = True) -> list[str]:
     args = ["--train", paths["train"], "--langs", "src", "tgt"]
     return args + (["--valid", paths["valid"]] if valid else [])

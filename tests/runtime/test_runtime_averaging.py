@@ -7,7 +7,7 @@ import re
 
 import pytest
 import torch
-from runtime_helpers import model_files, reverse_task
+from runtime_helpers import reverse_config
 
 from adl import runtime
 from adl.runtime import checkpoint as ckpt
@@ -18,14 +18,7 @@ TRAIN = importlib.import_module("adl.runtime.train")  # the module (runtime.trai
 
 
 def config(tmp_path, *sets):
-    paths = reverse_task(tmp_path / "data", train=100, valid=5)
-    return runtime.configure(
-        model_files(tmp_path),
-        preset="tiny",
-        train=(paths["train"] + ".src", paths["train"] + ".tgt"),
-        valid=(paths["valid"] + ".src", paths["valid"] + ".tgt"),
-        sets=["d_model=32", "max_tokens=256", "bleu=false", *sets],
-    )
+    return reverse_config(tmp_path, "bleu=false", *sets)
 
 
 def run_with(tmp_path, monkeypatch, perplexities, *sets):

@@ -6,7 +6,7 @@ import importlib
 import math
 
 import pytest
-from runtime_helpers import model_files, reverse_task
+from runtime_helpers import reverse_config
 
 from adl import runtime
 from adl.runtime import checkpoint as ckpt
@@ -17,14 +17,7 @@ TRAIN = importlib.import_module("adl.runtime.train")  # the module (runtime.trai
 
 
 def config(tmp_path, *sets):
-    paths = reverse_task(tmp_path / "data", train=100, valid=5)
-    return runtime.configure(
-        model_files(tmp_path),
-        preset="tiny",
-        train=(paths["train"] + ".src", paths["train"] + ".tgt"),
-        valid=(paths["valid"] + ".src", paths["valid"] + ".tgt"),
-        sets=["d_model=32", "max_tokens=256", "bleu=false", "valid_every=1", *sets],
-    )
+    return reverse_config(tmp_path, "bleu=false", "valid_every=1", *sets)
 
 
 def fake_validations(monkeypatch, sequence):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 import torch
-from runtime_helpers import QUICK, data_args, model_files, reverse_task, start_adl
+from runtime_helpers import QUICK, data_args, model_files, reverse_config, reverse_task, start_adl
 
 from adl import runtime
 from adl.runtime import checkpoint as ckpt
@@ -17,14 +17,7 @@ from adl.runtime.rundir import RunDir
 
 
 def config(tmp_path, *sets):
-    paths = reverse_task(tmp_path / "data", train=200, valid=10)
-    return runtime.configure(
-        model_files(tmp_path),
-        preset="tiny",
-        train=(paths["train"] + ".src", paths["train"] + ".tgt"),
-        valid=(paths["valid"] + ".src", paths["valid"] + ".tgt"),
-        sets=["d_model=32", "max_tokens=256", "log_every=1", *sets],
-    )
+    return reverse_config(tmp_path, "log_every=1", *sets, train=200, valid=10)
 
 
 def poison(model, calls):
