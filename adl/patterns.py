@@ -19,13 +19,27 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-OFFSETS = {"l": -1, "c": 0, "r": 1}
+from .bands import OFFSETS, TAIL, band_limits, cross_taps, gaussian_taps, offset_of
+
+__all__ = [
+    "OFFSETS",
+    "PATTERNS",
+    "TAIL",
+    "band",
+    "band_limits",
+    "cross_taps",
+    "fixed",
+    "fixed_words",
+    "gaussian",
+    "gaussian_cross",
+    "gaussian_taps",
+    "joint_allowed",
+    "joint_band",
+    "normal_pdf",
+    "offset_of",
+]
+
 PATTERNS = ("cur", "prev", "next", "left", "right", "start", "end", "last")
-
-
-def offset_of(o: int | str) -> int:
-    """``l`` -> -1, ``c`` -> 0, ``r`` -> +1; integers are themselves."""
-    return OFFSETS[o] if isinstance(o, str) else int(o)
 
 
 def normal_pdf(x: Tensor, sigma: float = 1.0) -> Tensor:
@@ -132,14 +146,6 @@ def fixed_words(pattern: str, words: Sequence[int]) -> Tensor:
     w = fixed(pattern, n_words).to(torch.float64)
     pieces = torch.bincount(ids, minlength=n_words).to(torch.float64)
     return (w[ids][:, ids] / pieces[ids].unsqueeze(0)).to(torch.float32)
-
-
-def band_limits(window: int) -> tuple[int, int]:
-    """(dl, du) of a centred band: key j is seen from query i when i - dl < j < i + du.
-    Odd k: dl = du = (k + 1) / 2; even k: one more on the left."""
-    if window % 2:
-        return (window + 1) // 2, (window + 1) // 2
-    return window // 2 + 1, window // 2
 
 
 def band(length: int, window: int, causal: bool = False) -> Tensor:

@@ -201,18 +201,21 @@ def beam(
             [prefix.gather(1, c_beam.unsqueeze(2).expand(n, k, t)), c_tok.unsqueeze(2)], 2
         )
         tokens = c_tok.view(-1)
+        dropped = False
         if (t + 1) % every == 0 or t == longest:
             live = (~done).nonzero().squeeze(1)  # the one host read
             if live.numel() == 0:
                 break
             if live.numel() < n:  # drop finished sentences from the batch
+                dropped = True
                 keep = keep.view(n, k).index_select(0, live).view(-1)
                 tokens = tokens.view(n, k).index_select(0, live).view(-1)
                 scores, prefix, rows, done, limit = (
                     x.index_select(0, live) for x in (scores, prefix, rows, done, limit)
                 )
-        memory = memory.reorder(keep)
-        state.reorder(keep)
+        if dropped:  # the source and what was made of it follow the sentences that stay
+            memory = memory.reorder(keep)
+        state.reorder(keep, source=dropped)  # within a sentence every row has its source
     return _hypotheses(fin_tokens, fin_score, fin_len, fin_count, penalty, alpha, nbest)
 
 
@@ -264,7 +267,7 @@ class FullRecompute:
         def __init__(self, rows: int, device: torch.device):
             self.tokens = torch.empty(rows, 0, dtype=torch.long, device=device)
 
-        def reorder(self, index: Tensor) -> None:
+        def reorder(self, index: Tensor, source: bool = True) -> None:
             self.tokens = self.tokens.index_select(0, index)
 
     def start(self, src: Tensor, src_words: Tensor | None = None):

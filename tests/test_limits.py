@@ -9,6 +9,7 @@ import pytest
 import adl
 from adl import limits
 from adl.analysis.checker import Checker, Stop
+from adl.models import build_network
 from adl.source import Source
 
 
@@ -160,10 +161,21 @@ def test_the_memory_limit_comes_from_the_environment(monkeypatch):
 
 
 def test_gaussian_kernels_count_as_memory():
-    # index mode, offset 4096: a kernel of 8,193 taps for each of 512 value channels
+    # index mode, offset 4096: a kernel of 4,097 taps (positions i .. i + 4096) for each of
+    # 512 value channels, as the built layer holds it
     net = adl.check("gauss_att(4096, index=true)", role="encoder").network
     params = 2 * (512 * 512 + 512)
-    assert net.bytes == 4 * params + 8 * 512 + 4 * 512 * (2 * 4096 + 1)
+    assert net.bytes == 4 * params + 4 * 512 * (4096 + 1)
+    layers = [("gauss_att(4096, index=true)", "encoder"), ("gauss_att(l, r)", "encoder")]
+    layers += [
+        ("gauss_att(-3, c, window=4)", "decoder"),
+        ("gauss_src_att(l, sigma=3, ratio=1)", "decoder"),
+    ]
+    for text, role in layers:
+        program = adl.check(text, role=role, d_model=16, heads=2, source_d=16)
+        module = build_network(program, program.network)[0]
+        held = sum(b.numel() * b.element_size() for b in module.buffers())
+        assert held == program.network.bytes - 4 * program.network.params
 
 
 def test_hyper_parameters_and_python_variables_are_bounded():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+from ..bands import cross_taps, gaussian_taps
 from ..limits import MAX_HEADS, MAX_WINDOW
 from ..registry import DECODER, ENCODER, LayerInput, LayerOutput, Refusal, layer
 from ..types import INPUT, CountType, IntType, PositiveFloatType, Size, aka
@@ -71,15 +72,17 @@ def gauss_att(
     """
     params = hardcoded_params(h.d, heads, offsets, num_hidden, att_num_hidden, "gauss_att")
     a = att_num_hidden if att_num_hidden is not None else num_hidden
-    buffers = 8 * a  # the head of each value channel (int64)
-    if window is not None or index:  # a depthwise kernel over the positions it reaches
-        reach = max(abs(_offset(o)) for o in offsets) + (0 if index else window or 0)
-        buffers += 4 * a * (2 * reach + 1)
-    return LayerOutput(num_hidden, params, buffer_bytes=buffers)
-
-
-def _offset(o: int | str) -> int:
-    return {"l": -1, "c": 0, "r": 1}[o] if isinstance(o, str) else o
+    # the banded form's kernel: a weight per value channel and relative position from the
+    # leftmost to the rightmost it reaches, the query's own included (adl.nn.gaussian)
+    causal = h.role != ENCODER
+    reach = [
+        r
+        for o in offsets
+        for r in gaussian_taps(o, sigma, window=window, index=index, causal=causal)
+    ]
+    reach = reach or [0]  # a decoder head that sees only later positions: an empty kernel
+    taps = max(0, max(reach)) + max(0, -min(reach)) + 1
+    return LayerOutput(num_hidden, params, buffer_bytes=4 * a * taps)
 
 
 @layer(attends_source=True)
@@ -110,7 +113,8 @@ def gauss_src_att(
         att_num_hidden: size of the value projection; derived: num_hidden.
         encoder_block: which encoder states to attend to (see ``mh_dot_src_att``).
     """
-    return LayerOutput(
-        num_hidden,
-        hardcoded_params(h.source_d, heads, offsets, num_hidden, att_num_hidden, "gauss_src_att"),
+    params = hardcoded_params(
+        h.source_d, heads, offsets, num_hidden, att_num_hidden, "gauss_src_att"
     )
+    table = max(cross_taps(sigma)) + 2  # the density at distances 0 .. reach, then 0
+    return LayerOutput(num_hidden, params, buffer_bytes=4 * table)

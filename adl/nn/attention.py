@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .. import patterns
+from . import retrieval
 from .base import Layer, implements
 from .context import Context
 from .dropout import Dropout
@@ -156,12 +157,12 @@ class DotAttention(Layer):
     ) -> Tensor:
         """softmax(Q K^T / √s) V per head (or hard retrieval), then the output projection."""
         if self.retrieves:
-            from .hard import retrieve
-
             if causal:
                 mask = causal_mask(q.size(2), k.size(2), k.size(2) - q.size(2), q.device)
-            scores = (q @ k.transpose(-1, -2)) * self.scale  # (B, H, T, S): Q K^T / √s
-            return self.out(merge_heads(retrieve(scores, v, mask, self.training)))
+            scores = q @ k.transpose(-1, -2)  # (B, H, T, S): Q K^T
+            if self.training:  # sampled from softmax(Q K^T / √s); inference: the argmax,
+                scores = scores * self.scale  # which a positive scale does not move
+            return self.out(merge_heads(retrieval.retrieve(scores, v, mask, self.training)))
         p = self.dropout if self.training else 0.0
         o = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal, scale=self.scale
@@ -272,9 +273,9 @@ class SourceAttention(DotAttention):
 
     def keys_values(self, ctx: Context) -> tuple[Tensor, Tensor]:
         if ctx.state is not None:
-            cache = ctx.state.of(self)
-            if "k" not in cache:
-                cache["k"], cache["v"] = self.project_source(ctx)
+            cache = ctx.state.of_source(self)
+            if "k" not in cache:  # once per sentence, laid out for the steps' reads
+                cache["k"], cache["v"] = (t.contiguous() for t in self.project_source(ctx))
             return cache["k"], cache["v"]
         return self.project_source(ctx)
 
@@ -330,7 +331,7 @@ class MLPSourceAttention(Layer):
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         u = ctx.source.level(self.level)  # (B, S, D_src)
         if ctx.state is not None:
-            cache = ctx.state.of(self)
+            cache = ctx.state.of_source(self)
             if "k" not in cache:
                 cache["k"] = self.wk(u)
             k = cache["k"]

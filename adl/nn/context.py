@@ -52,18 +52,32 @@ class JointLayout:
 
 
 class DecodeState:
-    """The incremental-decoding cache: one dict of tensors per stateful layer, batch first."""
+    """The incremental-decoding cache: dicts of tensors per stateful layer, batch first.
+
+    ``of(layer)`` holds what a layer keeps of the target prefix (keys and values of the
+    positions so far); ``of_source(layer)`` what it computed from the source alone (the
+    source's keys and values), which is the same for every hypothesis of a sentence."""
 
     def __init__(self) -> None:
         self.cache: dict[int, dict[str, Any]] = {}
+        self.source: dict[int, dict[str, Any]] = {}
         self.offset = 0  # positions already decoded
 
     def of(self, layer: torch.nn.Module) -> dict[str, Any]:
         return self.cache.setdefault(id(layer), {})
 
-    def reorder(self, index: Tensor) -> None:
-        """Keep batch rows ``index`` (beam search): every cached tensor is re-indexed."""
-        for entry in self.cache.values():
+    def of_source(self, layer: torch.nn.Module) -> dict[str, Any]:
+        return self.source.setdefault(id(layer), {})
+
+    def reorder(self, index: Tensor, source: bool = True) -> None:
+        """Keep batch rows ``index`` (beam search, finished sentences leaving): every cached
+        tensor is re-indexed. ``source=False`` leaves what was computed from the source
+        alone, for an ``index`` that keeps every row within its sentence (a beam's
+        hypotheses changing places), where those rows are all alike."""
+        entries = list(self.cache.values())
+        if source:
+            entries += self.source.values()
+        for entry in entries:
             for key, value in entry.items():
                 if isinstance(value, Tensor):
                     entry[key] = value.index_select(0, index)

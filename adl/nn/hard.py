@@ -1,8 +1,7 @@
-"""Hard retrieval attention (Xu et al., 2020).
+"""Hard retrieval attention (Xu et al., 2020): the layers, and decoding a model the other way.
 
-Training samples one key per (batch, head, query) from the attention probabilities (by the
-Gumbel-max trick) and returns that key's value; the backward pass is straight-through (:class:`HardRetrieval`).
-Inference skips the softmax: the argmax of the scores picks the value.
+How a layer retrieves (sampling in training, the argmax in inference) is in
+:mod:`adl.nn.retrieval`, which the standard attention's core calls when it retrieves.
 
 The layers share their weights' layout with the standard attention layers, so a model trained
 one way decodes the other way (:func:`set_decode_attention`, Xu et al.'s Table 4).
@@ -10,12 +9,14 @@ one way decodes the other way (:func:`set_decode_attention`, Xu et al.'s Table 4
 
 from __future__ import annotations
 
-import torch
-from torch import Tensor, nn
+from torch import nn
 
 from ..errors import error
 from .attention import DotAttention, SelfAttention, SourceAttention
 from .base import implements
+from .retrieval import HardRetrieval, retrieve
+
+__all__ = ["HardRetrieval", "retrieve", "set_decode_attention", "DECODE_MODES"]
 
 DECODE_MODES = ("soft", "hard")
 
@@ -39,42 +40,6 @@ def set_decode_attention(model: nn.Module, mode: str | None) -> None:
     for module in decoder.modules():
         if isinstance(module, DotAttention):
             module.decode_hard = None if mode is None else mode == "hard"
-
-
-class HardRetrieval(torch.autograd.Function):
-    """out[i] = V[idx[i]]; backward as if out = P V with P one-hot:
-    grad P = G V^T (straight through to the probabilities), grad V[j] = Σ_{i: idx_i = j} G[i]."""
-
-    @staticmethod
-    def forward(ctx, probs: Tensor, v: Tensor, idx: Tensor) -> Tensor:
-        ctx.save_for_backward(v, idx)
-        ctx.keys = probs.size(-1)
-        return torch.gather(v, -2, idx.unsqueeze(-1).expand(*idx.shape, v.size(-1)))
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        v, idx = ctx.saved_tensors
-        grad_probs = grad @ v.transpose(-1, -2)  # G V^T
-        grad_v = torch.zeros_like(v).scatter_add_(
-            -2, idx.unsqueeze(-1).expand(*idx.shape, v.size(-1)), grad
-        )  # to sampled rows
-        return grad_probs, grad_v, None
-
-
-def retrieve(scores: Tensor, v: Tensor, mask: Tensor | None, training: bool) -> Tensor:
-    """(B, H, T, S) scores -> (B, H, T, d): one value per head and query."""
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    if not training:
-        idx = scores.argmax(-1)  # Eq. 11: argmax of Q K^T
-        return torch.gather(v, -2, idx.unsqueeze(-1).expand(*idx.shape, v.size(-1)))
-    probs = scores.softmax(-1)
-    # One key per (batch, head, query) drawn from softmax(scores), by the Gumbel-max trick:
-    # argmax(scores + Gumbel noise) has exactly that distribution, in one vectorised pass.
-    with torch.no_grad():
-        gumbel = -torch.empty_like(scores).exponential_().log()
-        idx = (scores + gumbel).argmax(-1)
-    return HardRetrieval.apply(probs, v, idx)
 
 
 @implements("hard_self_att")
