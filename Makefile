@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-fast test-kernels lint typecheck bench docs
+.PHONY: install demo test test-fast test-kernels lint typecheck bench docs vsix
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,3 +53,10 @@ bench: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/python -m adl.docgen docs/language.md
+
+# the VS Code extension, editors/vscode/adl-0.1.0.vsix (docs/editors.md): npm installs its
+# language client, vsce packages it (vsce 3.x runs on Node 20 and later)
+VSCE ?= @vscode/vsce@3
+vsix:
+	cd editors/vscode && npm install --no-audit --no-fund && \
+	  npx --yes $(VSCE) package --skip-license --allow-missing-repository

@@ -16,6 +16,8 @@ from . import compile as compile_cmd
 from . import data as data_cmd
 from . import demo as demo_cmd
 from . import export as export_cmd
+from . import fmt as fmt_cmd
+from . import lsp as lsp_cmd
 from . import sweep as sweep_cmd
 from . import train as train_cmd
 from . import translate as translate_cmd
@@ -33,6 +35,8 @@ COMMANDS = [
     export_cmd,
     viz_cmd,
     sweep_cmd,
+    fmt_cmd,
+    lsp_cmd,
 ]
 
 

@@ -9,13 +9,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import api
 from ..analysis.program import Program
 from ..analysis.variables import unused_variables
+from ..batch import check_files
 from ..errors import ADLError, Diagnostic
-from ..models import check_pair
 from ..registry import DECODER, ENCODER, ROLES
-from ..roles import role_from_name
 from ..summary import model_rows, model_table, table
 from .common import add_model_options, checked_model_options
 
@@ -65,29 +63,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     options, origins = _settings(args)
-    role = lambda path: args.role or role_from_name(path)
-    results: dict[str, Program | ADLError] = {}
-    # Encoders first: a decoder given beside an encoder reads that encoder's output size,
-    # and its encoder_block= arguments must name blocks that encoder has.
-    encoder: Program | None = None
-    for path in sorted(args.files, key=lambda f: role(f) != ENCODER):
-        paired = encoder if role(path) == DECODER else None
-        source_d = paired.networks[ENCODER].d_out if paired is not None else None
-        try:
-            program = api.check(Path(path), role=args.role, source_d=source_d, **options)
-            if paired is not None and DECODER in program.networks:
-                check_pair(paired, program)
-        except ADLError as exc:
-            if args.debug:
-                raise
-            results[path] = exc
-            continue
-        results[path] = program
-        if ENCODER in program.networks:
-            encoder = program
+    checked = check_files([Path(f) for f in args.files], args.role, **options)
+    if args.debug:  # the traceback of the first error
+        for result in checked:
+            if isinstance(result, ADLError):
+                raise result
     failed = []
-    for path in args.files:  # report in the order given
-        result = results[path]
+    for path, result in zip(args.files, checked):  # reported in the order given
         if isinstance(result, ADLError):
             failed.append(result)
             print(result.render(), file=sys.stderr)
@@ -100,12 +82,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(_verdict(path, result))
     if args.summary and args.src_vocab and not failed:
-        _model_summary(args, [r for r in results.values() if isinstance(r, Program)])
+        _model_summary(args, [r for r in checked if isinstance(r, Program)])
     if not failed:  # a file with errors may read more than the checker got to
-        programs = list(results.values())
         for origin in dict.fromkeys(origins.values()):
             names = [n for n, o in origins.items() if o == origin]
-            _warn(unused_variables(names, programs, origin))
+            _warn(unused_variables(names, checked, origin))
     if failed:
         n = sum(len(e.errors) for e in failed)
         print(
