@@ -1,16 +1,32 @@
-"""You et al. (2020), Table 3's shape: training memory and decoding speed of BASE, HC-SA and
-SH-X (and the -SA variants), at the paper's IWSLT sizes (d_model 288, 4 heads, 5 layers).
+"""What attention you do not learn costs: the hard-coded Gaussian models of You et al. (2020),
+the fixed encoder patterns of Raganato et al. (2020) and the hard-retrieval decoder of Xu et
+al. (2020), each against its Transformer baseline, measured by the runtime's one cost
+instrument (adl.runtime.cost, the same as the cost columns of `adl sweep`).
 
-    python bench/hardcoded.py [--batch-tokens 4000] [--sentences 32] [--out-len 30]
+    python bench/hardcoded.py [--sizes sweep,iwslt] [--lengths 16,64,256] [--rounds 3]
+                              [--threads 1] [--json OUT]
 
-For each model, in one run:
-  - peak training memory per target token: a fresh Python process builds the model and its
-    Adam optimizer, measures its resident memory, runs 3 training steps on a batch of
-    --batch-tokens target tokens (and as many source tokens), and reports the growth of
-    its peak resident memory (ru_maxrss) divided by the tokens;
-  - decoding speed: sentences/s of beam 4 on --sentences random sentences, each decoded to
-    --out-len tokens (eos barred), interleaved over --repeat rounds.
-Every figure is also printed as a ratio to BASE, measured in the same run.
+For every model and sentence length (both sides): training peak memory, training tokens/s,
+decoding sentences/s greedy and with beam 4, each as a ratio to the baseline measured in the
+same run, the models taking turns (adl/runtime/cost.py says exactly what each figure counts).
+
+Sizes:
+  sweep   each paper's bundled sweep spec (runtime/sweeps/NAME.yaml): its preset, settings
+          and $variables, as `adl sweep` trains them.
+  iwslt   the papers' own small sizes: You et al.'s IWSLT Transformer (d_model 288, 4 heads,
+          5+5 layers, feed-forward 507) for You et al., and for Raganato et al. with 8 heads
+          (7 fixed + 1 learned); Xu et al.'s Transformer base (d_model 512, 8 heads, 6+6).
+          Vocabulary 8,000 on both sides.
+
+Targets (issue 25), against the baseline at each length: HC-SA, HC-ALL, SH-X and 7F+1L
+train with at most its memory and at least its tokens/s, and decode at least as fast.
+
+The hard-retrieval bound (Xu et al.): one model with the Transformer's decoder is decoded
+three ways, taking turns: soft (standard attention), hard (hard retrieval: the argmax of the
+scores picks one value) and with every decoder attention's weighted sum removed (the scores
+are computed, then no value is weighted or picked: what no way of using the scores can beat).
+Hard retrieval's speed-up over soft is printed as a share of that bound's, with a profile of
+soft and hard decoding (the operations that take the time).
 """
 
 from __future__ import annotations
@@ -18,119 +34,271 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from adl.runtime import cost
 
 ROOT = Path(__file__).resolve().parent.parent
-YOU = ROOT / "architectures" / "you2020"
-MODELS = {
-    "BASE": ("base.enc.adl", "base.dec.adl"),
-    "HC-SA": ("hc_sa.enc.adl", "hc_sa.dec.adl"),
-    "SH-X": ("hc_sa.enc.adl", "sh_x.dec.adl"),
-    "BASE/-SA": ("base_no_sa.enc.adl", "base_no_sa.dec.adl"),
-    "SH-X/-SA": ("sh_x_no_sa.enc.adl", "sh_x_no_sa.dec.adl"),
+ARCH = ROOT / "architectures"
+GROUPS = {  # spec name: (baseline, {model: files})
+    "you2020": (
+        "BASE",
+        {
+            "BASE": ("you2020/base.enc.adl", "you2020/base.dec.adl"),
+            "HC-SA": ("you2020/hc_sa.enc.adl", "you2020/hc_sa.dec.adl"),
+            "HC-ALL": ("you2020/hc_sa.enc.adl", "you2020/hc_all.dec.adl"),
+            "SH-X": ("you2020/hc_sa.enc.adl", "you2020/sh_x.dec.adl"),
+        },
+    ),
+    "raganato2020": (
+        "8L",
+        {
+            "8L": ("raganato2020/8l.enc.adl", "transformer.dec.adl"),
+            "7F+1L": ("raganato2020/7f_token_1l.enc.adl", "transformer.dec.adl"),
+        },
+    ),
+    "xu2020": (
+        "BASE",
+        {
+            "BASE": ("xu2020/base.enc.adl", "xu2020/base.dec.adl"),
+            "HARD-DEC": ("xu2020/base.enc.adl", "xu2020/hard_dec_self_cross.dec.adl"),
+        },
+    ),
 }
-SIZES = dict(d_model=288, heads=4, dropout=0.1, length_ratio=1.0)
-V = 8000
-
-MEMORY_PROBE = r"""
-import json, resource, sys, torch
-import adl
-enc, dec, tokens, sizes = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
-torch.manual_seed(0)
-model = adl.build(enc, dec, src_vocab=8000, tgt_vocab=8000, **sizes)
-opt = torch.optim.Adam(model.parameters(), 1e-4)
-length = 25
-rows = tokens // length
-src = torch.randint(4, 8000, (rows, length))
-tgt = torch.randint(4, 8000, (rows, length + 1))
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-for _ in range(3):
-    logits = model(src, tgt[:, :-1])
-    loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten())
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"kib": after - before, "tokens": rows * length,
-                  "params": sum(p.numel() for p in model.parameters())}))
-"""
+TARGETS = {"you2020": ("HC-SA", "HC-ALL", "SH-X"), "raganato2020": ("7F+1L",)}
+IWSLT = {  # the papers' own sizes
+    "you2020": dict(d_model=288, heads=4, dropout=0.1, vars={"layers": 5, "ff": 507}),
+    "raganato2020": dict(d_model=288, heads=8, dropout=0.1, vars={"layers": 5}),
+    "xu2020": dict(d_model=512, heads=8, dropout=0.1, vars={"layers": 6}),
+}
+VOCAB = 8000
 
 
-def memory(enc: Path, dec: Path, tokens: int) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-c", MEMORY_PROBE, str(enc), str(dec), str(tokens), json.dumps(SIZES)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(out.stdout)
+def iwslt_candidates(group: str) -> list[cost.Candidate]:
+    from adl.runtime.model import assign_files
+
+    _, models = GROUPS[group]
+    out = []
+    for name, files in models.items():
+        model = dict(IWSLT[group], tie_embeddings=True, share_embeddings=True)
+        model.update(assign_files([str(ARCH / f) for f in files]))
+        out.append(cost.Candidate(name, model, VOCAB))
+    return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--batch-tokens", type=int, default=4000)
-    ap.add_argument("--sentences", type=int, default=32)
-    ap.add_argument("--src-len", type=int, default=20)
-    ap.add_argument("--out-len", type=int, default=30)
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
+def sweep_candidates(group: str) -> list[cost.Candidate]:
+    """The models as the bundled spec trains them (its preset, settings and variables)."""
+    from adl.runtime.sweep.plan import DataFiles, system_config
+    from adl.runtime.sweep.spec import read_spec, spec_path
 
-    import torch
+    spec, problems = read_spec(spec_path(group))
+    if problems:
+        raise SystemExit("\n".join(p.render() for p in problems))
+    none = ("-", "-")
+    data = DataFiles(train=none, valid=None, test=none, langs=none, bible=True)
+    _, models = GROUPS[group]
+    out = []
+    for name, files in models.items():
+        config = system_config(spec, spec.systems[0], data)  # the spec's recipe
+        out.append(cost.Candidate.of(name, [str(ARCH / f) for f in files], config))
+    return out
 
-    import adl
-    from adl.runtime.search import beam, pad_batch
-    from adl.runtime.tokenizer import EOS
 
-    class NoEos:
-        def __init__(self, model):
-            self.model, self.needs_src_words = model, False
+# --- the hard-retrieval bound ------------------------------------------------------------------
+@contextmanager
+def timed(totals: dict[str, float]):
+    """Add the seconds spent in every dot-product attention core (``DotAttention.attend``:
+    the weighted sum or the retrieval, and the output projection) and in hard retrieval's
+    pick of a value (:func:`adl.nn.retrieval.pick`) to ``totals``: a profile of just these
+    calls, with a clock read around each (no profiler overhead on the operations)."""
+    import adl.nn.retrieval as retrieval
+    from adl.nn.attention import DotAttention
 
-        def start(self, src, src_words=None):
-            return self.model.start(src, src_words)
+    attend, pick = DotAttention.attend, retrieval.pick
 
-        def step(self, tokens, memory, state):
-            logp = self.model.step(tokens, memory, state)
-            logp[:, EOS] = float("-inf")
-            return logp
+    def attend_timed(self, *args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return attend(self, *args, **kwargs)
+        finally:
+            totals["attention"] += time.perf_counter() - started
 
-    mem = {name: memory(YOU / e, YOU / d, args.batch_tokens) for name, (e, d) in MODELS.items()}
-    g = torch.Generator().manual_seed(0)
-    src = pad_batch(torch.randint(4, V, (args.sentences, args.src_len), generator=g).tolist())
-    models = {}
-    for name, (e, d) in MODELS.items():
-        torch.manual_seed(0)
-        models[name] = NoEos(adl.build(YOU / e, YOU / d, src_vocab=V, tgt_vocab=V, **SIZES).eval())
-    times: dict[str, list[float]] = {name: [] for name in MODELS}
-    with torch.no_grad():
-        for model in models.values():  # warm up (first calls allocate)
-            beam(model, src[:2], 4, max_len=5)
-        for _ in range(args.repeat):
-            for name, model in models.items():
-                t = time.perf_counter()
-                beam(model, src, 4, max_len=args.out_len)
-                times[name].append(time.perf_counter() - t)
-    speed = {name: args.sentences / statistics.median(ts) for name, ts in times.items()}
+    def pick_timed(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return pick(*args, **kwargs)
+        finally:
+            totals["pick"] += time.perf_counter() - started
 
-    print(f"You et al. (2020) sizes: {SIZES}; {torch.get_num_threads()} threads")
+    DotAttention.attend, retrieval.pick = attend_timed, pick_timed
+    try:
+        yield
+    finally:
+        DotAttention.attend, retrieval.pick = attend, pick
+
+
+def top_operations(model, src, length: int, beam: int, way: str) -> dict[str, float]:
+    """The six operations that take most of one decoding (self CPU time by the profiler, ms)."""
+    from adl.nn.hard import set_decode_attention
+
+    set_decode_attention(model.model, way)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        cost.decode_seconds(model, src, None, beam, length)
+    set_decode_attention(model.model, None)
+    ops = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    return {e.key: e.self_cpu_time_total / 1000 for e in ops[:6]}
+
+
+def bound(candidate: cost.Candidate, length: int, sentences: int, rounds: int, beam: int):
+    """Hard retrieval's speed-up against the bound of removing the weighted sum.
+
+    One model decoded soft and hard, taking turns ``rounds`` times, with the attention cores
+    timed: they take A_soft and A_hard of the decoding; hard retrieval computes the same
+    scores and output projection as soft attention and then picks a value (P). Removing the
+    weighted sum entirely (softmax and the sum, keeping the scores) would save
+    W = A_soft - (A_hard - P) of the soft decoding's time T; hard retrieval saves
+    A_soft - A_hard; its share of the bound is (A_soft - A_hard) / W. Medians over rounds.
+    Hard's speed-up by the clock (T_soft / T_hard) is printed beside it."""
+    from adl.nn.hard import set_decode_attention
+
+    model = cost._NoEos(cost.build(candidate, "cpu").eval())
+    gen = torch.Generator().manual_seed(2)
+    src, _, _ = cost.synthetic(model.model, sentences, length, "cpu", gen)
+    runs: dict[str, dict[str, list[float]]] = {
+        w: {"all": [], "attention": [], "pick": []} for w in ("soft", "hard")
+    }
+    for r in range(rounds + 1):  # the first round warms up
+        for way in ("soft", "hard") if r % 2 == 0 else ("hard", "soft"):
+            set_decode_attention(model.model, way)
+            totals = {"attention": 0.0, "pick": 0.0}
+            with timed(totals):
+                seconds = cost.decode_seconds(model, src, None, beam, length)
+            if r:
+                for key, value in (("all", seconds), *totals.items()):
+                    runs[way][key].append(value)
+    set_decode_attention(model.model, None)
+    med = {w: {k: statistics.median(v) for k, v in by.items()} for w, by in runs.items()}
+    T = med["soft"]["all"]
+    saved_hard = med["soft"]["attention"] - med["hard"]["attention"]
+    saved_bound = med["soft"]["attention"] - (med["hard"]["attention"] - med["hard"]["pick"])
+    return {
+        "beam": beam,
+        "seconds": med,
+        "attention_share": med["soft"]["attention"] / T,
+        "bound_speedup": T / (T - saved_bound),
+        "hard_speedup": T / (T - saved_hard),
+        "hard_speedup_clock": T / med["hard"]["all"],
+        "share_of_bound": saved_hard / saved_bound if saved_bound > 0 else None,
+        "top": {w: top_operations(model, src, length, beam, w) for w in ("soft", "hard")},
+    }
+
+
+# --- report ----------------------------------------------------------------------------------
+def print_table(title: str, table: cost.CostTable) -> None:
+    """Print the ratios to the baseline, and the baseline's own figures."""
+    print(f"\n{title} (baseline {table.baseline}; ratios to it, median of {table.workload.rounds})")
     print(
-        f"training: batch of {mem['BASE']['tokens']:,} target tokens; decoding: beam 4, "
-        f"{args.sentences} sentences, {args.out_len} tokens each\n"
+        f"  {'model':10s} {'length':>6s} {'params':>11s} {'memory':>7s} {'train':>7s} {'greedy':>7s} {'beam':>7s}"
     )
+    for name, by in table.figures.items():
+        for L in by:
+            r = [table.ratio(name, L, f) for f in cost.FIGURES]
+            print(
+                f"  {name:10s} {L:6d} {table.params[name]:11,d} " + " ".join(f"{x:7.2f}" for x in r)
+            )
+    base = table.figures[table.baseline]
     print(
-        f"{'model':10s} {'params':>12s} {'KiB/token':>10s} {'vs BASE':>8s} "
-        f"{'sent/s':>8s} {'vs BASE':>8s}"
-    )
-    base_mem = mem["BASE"]["kib"] / mem["BASE"]["tokens"]
-    for name in MODELS:
-        per_token = mem[name]["kib"] / mem[name]["tokens"]
-        print(
-            f"{name:10s} {mem[name]['params']:12,d} {per_token:10.1f} "
-            f"{per_token / base_mem:8.2f} {speed[name]:8.2f} {speed[name] / speed['BASE']:8.2f}"
+        "  baseline: "
+        + "; ".join(
+            f"L={L}: {f.values['train_peak_mib']:,.0f} MiB, {f.values['train_tokens_per_s']:,.0f} tok/s, "
+            f"{f.values['greedy_sentences_per_s']:.1f} / {f.values['beam4_sentences_per_s']:.1f} sent/s"
+            for L, f in base.items()
         )
+    )
+
+
+def print_bound(length: int, b: dict[str, Any]) -> None:
+    share = b["share_of_bound"]
+    print(
+        f"  hard retrieval, L={length}, beam {b['beam']}: the attention cores take "
+        f"{100 * b['attention_share']:.1f} % of soft decoding; without the weighted sum it "
+        f"would be {b['bound_speedup']:.3f}x as fast, with hard retrieval it is "
+        f"{b['hard_speedup']:.3f}x: "
+        + ("n/a" if share is None else f"{100 * share:.0f} %")
+        + f" of the bound (whole decodings by the clock: {b['hard_speedup_clock']:.3f}x)"
+    )
+    for way, top in b["top"].items():
+        print(f"    profile {way} (ms): " + ", ".join(f"{k} {ms:.0f}" for k, ms in top.items()))
+
+
+def missed(group: str, table: cost.CostTable) -> list[str]:
+    out = []
+    for name in TARGETS.get(group, ()):
+        for L in table.figures[name]:
+            r = {f: table.ratio(name, L, f) for f in cost.FIGURES}
+            if r["train_peak_mib"] > 1.0:
+                out.append(f"{name} L={L}: memory {r['train_peak_mib']:.2f}x")
+            for f in cost.FIGURES[1:]:
+                if r[f] < 1.0:
+                    out.append(f"{name} L={L}: {f} {r[f]:.2f}x")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="sweep,iwslt")
+    ap.add_argument("--groups", default=",".join(GROUPS))
+    ap.add_argument("--lengths", default="16,64,256")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--sentences", type=int, default=16)
+    ap.add_argument("--batch-tokens", type=int, default=4000)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--no-bound", action="store_true", help="skip the hard-retrieval bound")
+    ap.add_argument("--json", type=Path, help="write every figure and ratio here")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args(argv)
+    lengths = tuple(int(x) for x in args.lengths.split(","))
+    workload = cost.Workload(
+        lengths=lengths,
+        batch_tokens=args.batch_tokens,
+        sentences=args.sentences,
+        rounds=args.rounds,
+        threads=args.threads,
+    )
+    torch.set_num_threads(args.threads)
+    say = print if args.verbose else None
+    result: dict[str, Any] = {"sizes": {}, "bound": {}, "missed": []}
+    for size in args.sizes.split(","):
+        make = {"sweep": sweep_candidates, "iwslt": iwslt_candidates}[size]
+        for group in args.groups.split(","):
+            candidates = make(group)
+            table = cost.measure(candidates, GROUPS[group][0], workload, say)
+            result["sizes"].setdefault(size, {})[group] = table.to_json()
+            print_table(f"{group} at the {size} size", table)
+            result["missed"] += [f"{size} {m}" for m in missed(group, table)]
+            sys.stdout.flush()
+            if group == "xu2020" and not args.no_bound and size == "iwslt":
+                base = next(c for c in candidates if c.name == "BASE")
+                result["bound"][size] = {}
+                for L in lengths:
+                    for beam in (1, workload.beam):
+                        b = bound(base, L, args.sentences, args.rounds, beam)
+                        result["bound"][size][f"{L} beam {beam}"] = b
+                        print_bound(L, b)
+    result["machine"] = cost.machine("cpu", args.threads)
+    print("\ntargets missed: " + ("; ".join(result["missed"]) or "none"))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,0 +1,348 @@
+"""The cost of an architecture, measured one way: the instrument of ``adl sweep``'s cost
+columns and of bench/hardcoded.py.
+
+Three figures per model and sentence length L, on a synthetic workload that depends on the
+architecture only (random tokens, every sentence L tokens on both sides, no padding):
+
+- **training peak memory** (MiB): on a CPU, how far the resident memory of a fresh training
+  process rises above what it held before the model was built (``VmHWM`` against ``VmRSS``):
+  the parameters, their gradients, Adam's two moments, the activations a step keeps for its
+  backward pass and the kernels' workspace: what the model costs the machine to train, the
+  Python interpreter and torch itself left out. On a GPU, the most memory torch allocated
+  above what it held before the model (``torch.cuda.max_memory_allocated``). A fresh process
+  per measurement, so that no earlier model's allocations or caches count;
+- **training tokens/s**: target tokens of a batch of about ``batch_tokens`` over the median
+  time of ``train_steps`` updates (forward, backward, Adam), after one warm-up update;
+- **decoding sentences/s**: ``sentences`` sources of L tokens, each decoded to exactly L
+  tokens (eos barred, so that every model does the same number of steps whatever it learned),
+  greedy and with beam 4, through the runtime's search.
+
+Every model is measured against a baseline in the same run, the models taking turns
+(``rounds`` times, in a rotating order), and each figure is reported with its ratio to the
+baseline's: a machine that is slower, or busy with other work, slows every model alike,
+so the ratios hold where the absolute figures do not. This is also why the training runs of a
+sweep, which train side by side and record their own throughput, are not the cost columns:
+those figures depend on what else ran beside them; these do not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+FIGURES = (
+    "train_peak_mib",
+    "train_tokens_per_s",
+    "greedy_sentences_per_s",
+    "beam4_sentences_per_s",
+)
+LOWER_IS_BETTER = ("train_peak_mib",)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A model to measure: a run's model settings (the fields of
+    :class:`~adl.runtime.config.ModelConfig`: files, sizes, $variables), its vocabulary size
+    (both sides), the length ratio hard-coded cross attention centres on, and how its decoder
+    attends in decoding (``soft`` | ``hard``, Xu et al.'s Table 4; None: as written)."""
+
+    name: str
+    model: dict[str, Any]
+    vocab: int = 8000
+    length_ratio: float = 1.0
+    decode_attention: str | None = None
+
+    @classmethod
+    def of(cls, name: str, files: Sequence[str | Path], config: Any, **options: Any) -> Candidate:
+        """The model of a run configuration (:class:`~adl.runtime.config.Config`) with
+        these .adl files (ENC DEC, one MODEL, or one JOINT)."""
+        from .model import assign_files
+
+        model = {k: v for k, v in asdict(config.model).items() if v is not None}
+        model.update(assign_files([str(f) for f in files]))
+        return cls(name, model, config.data.vocab_size, **options)
+
+
+@dataclass(frozen=True)
+class Workload:
+    lengths: tuple[int, ...] = (16, 64, 256)  # sentence lengths, both sides
+    batch_tokens: int = 4000  # target tokens of a training batch (rows = batch_tokens // L)
+    train_steps: int = 3  # timed updates per measurement (after one warm-up update)
+    sentences: int = 16  # sentences decoded per measurement
+    beam: int = 4  # the beam of the beam-search figure
+    rounds: int = 3  # turns each model takes, in a rotating order
+    threads: int = 0  # CPU threads (0: the CPUs this process may use)
+    device: str = "cpu"
+
+
+@dataclass
+class Measured:
+    """One model's figures at one length: the median over rounds, and every round."""
+
+    values: dict[str, float]
+    rounds: dict[str, list[float]]
+
+
+@dataclass
+class CostTable:
+    baseline: str
+    workload: Workload
+    machine: dict[str, Any]
+    params: dict[str, int]  # model -> parameters
+    figures: dict[str, dict[int, Measured]]  # model -> length -> figures
+
+    def ratio(self, model: str, length: int, figure: str) -> float:
+        """The model's figure over the baseline's (memory: below 1 is less; speeds: above
+        1 is faster)."""
+        base = self.figures[self.baseline][length].values[figure]
+        return self.figures[model][length].values[figure] / base
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline,
+            "workload": asdict(self.workload),
+            "machine": self.machine,
+            "params": self.params,
+            "figures": {
+                m: {str(L): {"median": f.values, "rounds": f.rounds} for L, f in by.items()}
+                for m, by in self.figures.items()
+            },
+            "ratios": {
+                m: {
+                    str(L): {fig: self.ratio(m, L, fig) for fig in FIGURES} for L in self.figures[m]
+                }
+                for m in self.figures
+            },
+        }
+
+
+def machine(device: str, threads: int) -> dict[str, Any]:
+    """What the figures were measured on."""
+    import platform
+
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        found = re.search(r"model name\s*:\s*(.+)", Path("/proc/cpuinfo").read_text())
+        cpu = found.group(1).strip() if found else cpu
+    except OSError:
+        pass
+    info: dict[str, Any] = {"cpu": cpu, "threads": threads, "torch": torch.__version__}
+    if device.startswith("cuda"):
+        info["gpu"] = torch.cuda.get_device_name(torch.device(device))
+    return info
+
+
+def cpu_threads() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+# --- one training measurement, in a fresh process ---------------------------------------------
+def probe_training(candidate: Candidate, length: int, workload: Workload) -> dict[str, float]:
+    """Train ``candidate`` for a few updates at ``length`` in a fresh Python process:
+    {"train_peak_mib", "train_tokens_per_s", "params"}."""
+    request = {"candidate": asdict(candidate), "length": length, "workload": asdict(workload)}
+    done = subprocess.run(
+        [sys.executable, "-m", "adl.runtime.cost", json.dumps(request)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.strip().splitlines()[-5:])
+        raise RuntimeError(f"measuring {candidate.name} at length {length} failed:\n{tail}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _rss_kib(field_name: str) -> int:
+    found = re.search(rf"{field_name}:\s+(\d+)", Path("/proc/self/status").read_text())
+    if not found:
+        raise OSError(f"no {field_name} in /proc/self/status")
+    return int(found.group(1))
+
+
+def build(candidate: Candidate, device: str):
+    """The candidate's model (random weights) on ``device``, the way a run builds it."""
+    from adl.nn.hard import set_decode_attention
+
+    from .config import ModelConfig
+    from .distributed import pick_device
+    from .model import build_model
+
+    cfg = ModelConfig(**candidate.model)
+    model = build_model(cfg, candidate.vocab, candidate.vocab, candidate.length_ratio)
+    set_decode_attention(model, candidate.decode_attention)
+    return model.to(pick_device(device))
+
+
+def synthetic(model, rows: int, length: int, device, generator) -> tuple:
+    """(src, tgt, src_words): random tokens of ``length`` (ids from 4: no pad, bos, eos or
+    unk), each source token a word of its own."""
+    import torch
+
+    vocab = min(model.spec.src_vocab, model.spec.tgt_vocab)
+    src = torch.randint(4, vocab, (rows, length), generator=generator).to(device)
+    tgt = torch.randint(4, vocab, (rows, length + 1), generator=generator).to(device)
+    words = torch.arange(length, device=device).expand(rows, length).contiguous()
+    return src, tgt, (words if model.needs_src_words else None)
+
+
+def _train_here(request: dict[str, Any]) -> dict[str, float]:
+    """The body of :func:`probe_training` (run as ``python -m adl.runtime.cost REQUEST``)."""
+    import torch
+
+    from .distributed import pick_device
+
+    candidate = Candidate(**request["candidate"])
+    workload = Workload(**{**request["workload"], "lengths": tuple(request["workload"]["lengths"])})
+    length = int(request["length"])
+    torch.set_num_threads(workload.threads or cpu_threads())
+    device = pick_device(workload.device)
+    rows = max(1, workload.batch_tokens // length)
+    torch.manual_seed(0)
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_allocated(device)
+    else:
+        Path("/proc/self/clear_refs").write_text("5")  # the high-water mark starts here
+        before = _rss_kib("VmRSS") * 1024
+    model = build(candidate, workload.device).train()
+    opt = torch.optim.Adam(model.parameters(), 1e-4)
+    src, tgt, words = synthetic(model, rows, length, device, torch.Generator().manual_seed(0))
+    times = []
+    for step in range(workload.train_steps + 1):  # the first is the warm-up
+        started = time.perf_counter()
+        logits = model(src, tgt[:, :-1], words)
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if cuda:
+            torch.cuda.synchronize(device)
+        if step:
+            times.append(time.perf_counter() - started)
+    peak = torch.cuda.max_memory_allocated(device) if cuda else _rss_kib("VmHWM") * 1024
+    return {
+        "train_peak_mib": (peak - before) / 2**20,
+        "train_tokens_per_s": rows * length / statistics.median(times),
+        "params": sum(p.numel() for p in model.parameters()),
+    }
+
+
+# --- decoding, in this process ----------------------------------------------------------------
+class _NoEos:
+    """A model whose decoder never ends a sentence: every search runs its full length."""
+
+    def __init__(self, model):
+        self.model = model
+        self.needs_src_words = model.needs_src_words
+
+    def start(self, src, src_words=None):
+        return self.model.start(src, src_words)
+
+    def step(self, tokens, memory, state):
+        from .tokenizer import EOS
+
+        logp = self.model.step(tokens, memory, state)
+        logp[:, EOS] = float("-inf")
+        return logp
+
+
+def decode_seconds(model, src, words, beam: int, length: int) -> float:
+    """Seconds to decode ``src`` to ``length`` tokens each, greedy (beam 1) or beam search."""
+    import torch
+
+    from .search import beam as beam_search
+    from .search import greedy
+
+    started = time.perf_counter()
+    with torch.no_grad():
+        if beam == 1:
+            greedy(model, src, words, max_len=length)
+        else:
+            beam_search(model, src, beam, words, max_len=length)
+    if src.device.type == "cuda":
+        torch.cuda.synchronize(src.device)
+    return time.perf_counter() - started
+
+
+# --- the comparison ---------------------------------------------------------------------------
+def measure(
+    candidates: Sequence[Candidate],
+    baseline: str,
+    workload: Workload = Workload(),
+    say: Callable[[str], None] | None = None,
+) -> CostTable:
+    """Every candidate's figures at every length, against ``baseline`` (one of them), the
+    candidates taking turns ``workload.rounds`` times in a rotating order."""
+    import torch
+
+    names = [c.name for c in candidates]
+    if baseline not in names:
+        raise ValueError(f"the baseline {baseline!r} is not among the models {names}")
+    threads = workload.threads or cpu_threads()
+    torch.set_num_threads(threads)
+    say = say or (lambda line: None)
+    rounds: dict[str, dict[int, dict[str, list[float]]]] = {
+        n: {L: {f: [] for f in FIGURES} for L in workload.lengths} for n in names
+    }
+    params: dict[str, int] = {}
+    for r in range(workload.rounds):  # training: a fresh process per measurement
+        for L in workload.lengths:
+            for c in _rotated(candidates, r):
+                found = probe_training(c, L, workload)
+                params[c.name] = int(found["params"])
+                for f in ("train_peak_mib", "train_tokens_per_s"):
+                    rounds[c.name][L][f].append(found[f])
+                say(
+                    f"round {r + 1}, length {L}, {c.name}: training "
+                    f"{found['train_tokens_per_s']:,.0f} tokens/s, {found['train_peak_mib']:,.0f} MiB"
+                )
+    models = {c.name: _NoEos(build(c, workload.device).eval()) for c in candidates}
+    device = next(models[names[0]].model.parameters()).device
+    generator = torch.Generator().manual_seed(1)
+    for L in workload.lengths:
+        src, _, words = synthetic(models[names[0]].model, workload.sentences, L, device, generator)
+        for m in models.values():  # warm up (first calls allocate)
+            decode_seconds(m, src[:2], None if words is None else words[:2], 2, 3)
+        for r in range(workload.rounds):
+            for c in _rotated(candidates, r):
+                for beam, figure in ((1, FIGURES[2]), (workload.beam, FIGURES[3])):
+                    w = words if models[c.name].needs_src_words else None
+                    seconds = decode_seconds(models[c.name], src, w, beam, L)
+                    rounds[c.name][L][figure].append(workload.sentences / seconds)
+            say(f"round {r + 1}, length {L}: decoding measured")
+    figures = {
+        n: {
+            L: Measured({f: statistics.median(v) for f, v in by.items()}, by)
+            for L, by in rounds[n].items()
+        }
+        for n in names
+    }
+    return CostTable(baseline, workload, machine(workload.device, threads), params, figures)
+
+
+def _rotated(items: Sequence[Candidate], r: int) -> list[Candidate]:
+    k = r % len(items)
+    return list(items[k:]) + list(items[:k])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m adl.runtime.cost REQUEST``: one training measurement (JSON in, JSON out)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    print(json.dumps(_train_here(json.loads(args[0]))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
