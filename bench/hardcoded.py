@@ -35,7 +35,6 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -113,7 +112,7 @@ def sweep_candidates(group: str) -> list[cost.Candidate]:
 
 # --- the hard-retrieval bound ------------------------------------------------------------------
 @contextmanager
-def timed(totals: dict[str, float]):
+def timed(totals: dict[str, float], clock):
     """Add the seconds spent in every dot-product attention core (``DotAttention.attend``:
     the weighted sum or the retrieval, and the output projection) and in hard retrieval's
     pick of a value (:func:`adl.nn.retrieval.pick`) to ``totals``: a profile of just these
@@ -124,18 +123,18 @@ def timed(totals: dict[str, float]):
     attend, pick = DotAttention.attend, retrieval.pick
 
     def attend_timed(self, *args, **kwargs):
-        started = time.perf_counter()
+        started = clock()
         try:
             return attend(self, *args, **kwargs)
         finally:
-            totals["attention"] += time.perf_counter() - started
+            totals["attention"] += clock() - started
 
     def pick_timed(*args, **kwargs):
-        started = time.perf_counter()
+        started = clock()
         try:
             return pick(*args, **kwargs)
         finally:
-            totals["pick"] += time.perf_counter() - started
+            totals["pick"] += clock() - started
 
     DotAttention.attend, retrieval.pick = attend_timed, pick_timed
     try:
@@ -169,6 +168,7 @@ def bound(candidate: cost.Candidate, length: int, sentences: int, rounds: int, b
     from adl.nn.hard import set_decode_attention
 
     model = cost._NoEos(cost.build(candidate, "cpu").eval())
+    clock = cost.timer(torch.get_num_threads(), "cpu")
     gen = torch.Generator().manual_seed(2)
     src, _, _ = cost.synthetic(model.model, sentences, length, "cpu", gen)
     runs: dict[str, dict[str, list[float]]] = {
@@ -178,8 +178,8 @@ def bound(candidate: cost.Candidate, length: int, sentences: int, rounds: int, b
         for way in ("soft", "hard") if r % 2 == 0 else ("hard", "soft"):
             set_decode_attention(model.model, way)
             totals = {"attention": 0.0, "pick": 0.0}
-            with timed(totals):
-                seconds = cost.decode_seconds(model, src, None, beam, length)
+            with timed(totals, clock):
+                seconds = cost.decode_seconds(model, src, None, beam, length, clock)
             if r:
                 for key, value in (("all", seconds), *totals.items()):
                     runs[way][key].append(value)

@@ -13,9 +13,11 @@ architecture only (random tokens, every sentence L tokens on both sides, no padd
   per measurement, so that no earlier model's allocations or caches count;
 - **training tokens/s**: target tokens of a batch of about ``batch_tokens`` over the median
   time of ``train_steps`` updates (forward, backward, Adam), after one warm-up update;
+  with one CPU thread the time is the process's CPU time (:func:`timer`), so that other work
+  on a shared machine does not count, else the wall clock;
 - **decoding sentences/s**: ``sentences`` sources of L tokens, each decoded to exactly L
   tokens (eos barred, so that every model does the same number of steps whatever it learned),
-  greedy and with beam 4, through the runtime's search.
+  greedy and with beam 4, through the runtime's search (the same clock).
 
 Every model is measured against a baseline in the same run, the models taking turns
 (``rounds`` times, in a rotating order), and each figure is reported with its ratio to the
@@ -143,6 +145,14 @@ def machine(device: str, threads: int) -> dict[str, Any]:
     return info
 
 
+def timer(threads: int, device: str) -> Callable[[], float]:
+    """The clock of the measurements: with one CPU thread, the process's CPU time, so that
+    whatever else the machine runs meanwhile does not count; else the wall clock."""
+    if threads == 1 and not device.startswith("cuda"):
+        return time.process_time
+    return time.perf_counter
+
+
 def cpu_threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
@@ -205,7 +215,9 @@ def _train_here(request: dict[str, Any]) -> dict[str, float]:
     candidate = Candidate(**request["candidate"])
     workload = Workload(**{**request["workload"], "lengths": tuple(request["workload"]["lengths"])})
     length = int(request["length"])
-    torch.set_num_threads(workload.threads or cpu_threads())
+    threads = workload.threads or cpu_threads()
+    torch.set_num_threads(threads)
+    clock = timer(threads, workload.device)
     device = pick_device(workload.device)
     rows = max(1, workload.batch_tokens // length)
     torch.manual_seed(0)
@@ -221,7 +233,7 @@ def _train_here(request: dict[str, Any]) -> dict[str, float]:
     src, tgt, words = synthetic(model, rows, length, device, torch.Generator().manual_seed(0))
     times = []
     for step in range(workload.train_steps + 1):  # the first is the warm-up
-        started = time.perf_counter()
+        started = clock()
         logits = model(src, tgt[:, :-1], words)
         loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten())
         opt.zero_grad(set_to_none=True)
@@ -230,7 +242,7 @@ def _train_here(request: dict[str, Any]) -> dict[str, float]:
         if cuda:
             torch.cuda.synchronize(device)
         if step:
-            times.append(time.perf_counter() - started)
+            times.append(clock() - started)
     peak = torch.cuda.max_memory_allocated(device) if cuda else _rss_kib("VmHWM") * 1024
     return {
         "train_peak_mib": (peak - before) / 2**20,
@@ -258,14 +270,17 @@ class _NoEos:
         return logp
 
 
-def decode_seconds(model, src, words, beam: int, length: int) -> float:
-    """Seconds to decode ``src`` to ``length`` tokens each, greedy (beam 1) or beam search."""
+def decode_seconds(
+    model, src, words, beam: int, length: int, clock: Callable[[], float] = time.perf_counter
+) -> float:
+    """Seconds to decode ``src`` to ``length`` tokens each, greedy (beam 1) or beam search,
+    by ``clock``."""
     import torch
 
     from .search import beam as beam_search
     from .search import greedy
 
-    started = time.perf_counter()
+    started = clock()
     with torch.no_grad():
         if beam == 1:
             greedy(model, src, words, max_len=length)
@@ -273,7 +288,7 @@ def decode_seconds(model, src, words, beam: int, length: int) -> float:
             beam_search(model, src, beam, words, max_len=length)
     if src.device.type == "cuda":
         torch.cuda.synchronize(src.device)
-    return time.perf_counter() - started
+    return clock() - started
 
 
 # --- the comparison ---------------------------------------------------------------------------
@@ -292,6 +307,7 @@ def measure(
         raise ValueError(f"the baseline {baseline!r} is not among the models {names}")
     threads = workload.threads or cpu_threads()
     torch.set_num_threads(threads)
+    clock = timer(threads, workload.device)
     say = say or (lambda line: None)
     rounds: dict[str, dict[int, dict[str, list[float]]]] = {
         n: {L: {f: [] for f in FIGURES} for L in workload.lengths} for n in names
@@ -319,7 +335,7 @@ def measure(
             for c in _rotated(candidates, r):
                 for beam, figure in ((1, FIGURES[2]), (workload.beam, FIGURES[3])):
                     w = words if models[c.name].needs_src_words else None
-                    seconds = decode_seconds(models[c.name], src, w, beam, L)
+                    seconds = decode_seconds(models[c.name], src, w, beam, L, clock)
                     rounds[c.name][L][figure].append(workload.sentences / seconds)
             say(f"round {r + 1}, length {L}: decoding measured")
     figures = {
@@ -329,7 +345,8 @@ def measure(
         }
         for n in names
     }
-    return CostTable(baseline, workload, machine(workload.device, threads), params, figures)
+    info = {**machine(workload.device, threads), "clock": clock.__name__}
+    return CostTable(baseline, workload, info, params, figures)
 
 
 def _rotated(items: Sequence[Candidate], r: int) -> list[Candidate]:
