@@ -4,13 +4,16 @@ columns and of bench/hardcoded.py.
 Three figures per model and sentence length L, on a synthetic workload that depends on the
 architecture only (random tokens, every sentence L tokens on both sides, no padding):
 
-- **training peak memory** (MiB): on a CPU, how far the resident memory of a fresh training
-  process rises above what it held before the model was built (``VmHWM`` against ``VmRSS``):
-  the parameters, their gradients, Adam's two moments, the activations a step keeps for its
-  backward pass and the kernels' workspace: what the model costs the machine to train, the
-  Python interpreter and torch itself left out. On a GPU, the most memory torch allocated
-  above what it held before the model (``torch.cuda.max_memory_allocated``). A fresh process
-  per measurement, so that no earlier model's allocations or caches count;
+- **training peak memory** (MiB): the most bytes of tensors alive at once during a training
+  update: the parameters, their gradients, Adam's two moments, the batch, the activations
+  the forward pass keeps for the backward pass and the temporaries of every operation. On a
+  CPU they are counted by a dispatch mode that sees every tensor an operation makes
+  (:class:`LiveTensors`), on a GPU by torch's allocator (``torch.cuda.max_memory_allocated``
+  above what it held before the model). Kernels' private workspace and the allocator's
+  caching are left out: they are not the model's, and the resident memory that includes
+  them varied by ±3 % between identical runs here. That resident memory (``VmHWM`` of a
+  fresh process above what it held before the model was built) is recorded beside it as
+  ``train_rss_mib``. Every training measurement runs in a fresh process;
 - **training tokens/s**: target tokens of a batch of about ``batch_tokens`` over the median
   time of ``train_steps`` updates (forward, backward, Adam), after one warm-up update;
   with one CPU thread the time is the process's CPU time (:func:`timer`), so that other work
@@ -36,7 +39,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +51,7 @@ FIGURES = (
     "beam4_sentences_per_s",
 )
 LOWER_IS_BETTER = ("train_peak_mib",)
+RECORDED = ("train_rss_mib",)  # measured too (on a CPU), no ratio
 
 
 @dataclass(frozen=True)
@@ -206,6 +210,55 @@ def synthetic(model, rows: int, length: int, device, generator) -> tuple:
     return src, tgt, (words if model.needs_src_words else None)
 
 
+class LiveTensors:
+    """Counts the bytes of the tensors alive while it is on (a torch dispatch mode sees every
+    tensor an operation makes, forward, backward and the optimizer's): its ``peak`` is what
+    a CPU training step holds, as ``torch.cuda.max_memory_allocated`` tells it on a GPU,
+    the same from run to run (the resident memory of identical runs varied by ±3 %)."""
+
+    def __init__(self, tensors: Iterable[Any] = ()):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        counter = self
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                counter.sweep()
+                counter.add(out)
+                return out
+
+        self.mode = Mode()
+        self.live: dict[int, tuple[Any, int]] = {}  # storage -> (weak reference, bytes)
+        self.now = self.peak = 0
+        self.add(list(tensors))
+
+    def add(self, found: Any) -> None:
+        import torch
+        from torch.multiprocessing.reductions import StorageWeakRef
+        from torch.utils._pytree import tree_leaves
+
+        for t in tree_leaves(found):
+            if isinstance(t, torch.Tensor):
+                storage = t.untyped_storage()
+                ref = StorageWeakRef(storage)
+                if ref.cdata not in self.live:
+                    self.live[ref.cdata] = (ref, storage.nbytes())
+                    self.now += storage.nbytes()
+        self.peak = max(self.peak, self.now)
+
+    def sweep(self) -> None:
+        for key in [k for k, (ref, _) in self.live.items() if ref.expired()]:
+            self.now -= self.live.pop(key)[1]
+
+    def __enter__(self) -> LiveTensors:
+        self.mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.mode.__exit__(*exc)
+
+
 def _train_here(request: dict[str, Any]) -> dict[str, float]:
     """The body of :func:`probe_training` (run as ``python -m adl.runtime.cost REQUEST``)."""
     import torch
@@ -231,9 +284,8 @@ def _train_here(request: dict[str, Any]) -> dict[str, float]:
     model = build(candidate, workload.device).train()
     opt = torch.optim.Adam(model.parameters(), 1e-4)
     src, tgt, words = synthetic(model, rows, length, device, torch.Generator().manual_seed(0))
-    times = []
-    for step in range(workload.train_steps + 1):  # the first is the warm-up
-        started = clock()
+
+    def update() -> None:
         logits = model(src, tgt[:, :-1], words)
         loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten())
         opt.zero_grad(set_to_none=True)
@@ -241,14 +293,27 @@ def _train_here(request: dict[str, Any]) -> dict[str, float]:
         opt.step()
         if cuda:
             torch.cuda.synchronize(device)
+
+    times = []
+    for step in range(workload.train_steps + 1):  # the first is the warm-up
+        started = clock()
+        update()
         if step:
             times.append(clock() - started)
-    peak = torch.cuda.max_memory_allocated(device) if cuda else _rss_kib("VmHWM") * 1024
-    return {
-        "train_peak_mib": (peak - before) / 2**20,
+    figures = {
         "train_tokens_per_s": rows * length / statistics.median(times),
         "params": sum(p.numel() for p in model.parameters()),
     }
+    if cuda:
+        figures["train_peak_mib"] = (torch.cuda.max_memory_allocated(device) - before) / 2**20
+        return figures
+    figures["train_rss_mib"] = (_rss_kib("VmHWM") * 1024 - before) / 2**20
+    state = [t for s in opt.state.values() for t in s.values() if isinstance(t, torch.Tensor)]
+    held = [*model.parameters(), *model.buffers(), *state, src, tgt]
+    with LiveTensors(held if words is None else [*held, words]) as live:
+        update()  # one more update, every tensor counted
+    figures["train_peak_mib"] = live.peak / 2**20
+    return figures
 
 
 # --- decoding, in this process ----------------------------------------------------------------
@@ -310,7 +375,7 @@ def measure(
     clock = timer(threads, workload.device)
     say = say or (lambda line: None)
     rounds: dict[str, dict[int, dict[str, list[float]]]] = {
-        n: {L: {f: [] for f in FIGURES} for L in workload.lengths} for n in names
+        n: {L: {f: [] for f in (*FIGURES, *RECORDED)} for L in workload.lengths} for n in names
     }
     params: dict[str, int] = {}
     for r in range(workload.rounds):  # training: a fresh process per measurement
@@ -318,8 +383,9 @@ def measure(
             for c in _rotated(candidates, r):
                 found = probe_training(c, L, workload)
                 params[c.name] = int(found["params"])
-                for f in ("train_peak_mib", "train_tokens_per_s"):
-                    rounds[c.name][L][f].append(found[f])
+                for f in ("train_peak_mib", "train_tokens_per_s", *RECORDED):
+                    if f in found:
+                        rounds[c.name][L][f].append(found[f])
                 say(
                     f"round {r + 1}, length {L}, {c.name}: training "
                     f"{found['train_tokens_per_s']:,.0f} tokens/s, {found['train_peak_mib']:,.0f} MiB"
@@ -340,7 +406,7 @@ def measure(
             say(f"round {r + 1}, length {L}: decoding measured")
     figures = {
         n: {
-            L: Measured({f: statistics.median(v) for f, v in by.items()}, by)
+            L: Measured({f: statistics.median(v) for f, v in by.items() if v}, by)
             for L, by in rounds[n].items()
         }
         for n in names

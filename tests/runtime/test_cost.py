@@ -30,7 +30,7 @@ def test_measure_reports_every_figure_against_the_baseline(tmp_path):
     assert table.params == built and built["HC"] < built["BASE"]
     for name in ("BASE", "HC"):
         values = table.figures[name][6].values
-        assert set(values) == set(cost.FIGURES)
+        assert set(values) == {*cost.FIGURES, *cost.RECORDED}
         assert all(v > 0 for v in values.values())
     assert all(table.ratio("BASE", 6, f) == 1.0 for f in cost.FIGURES)
     ratio = table.ratio("HC", 6, "train_tokens_per_s")
@@ -62,3 +62,16 @@ def test_synthetic_sentences_avoid_the_special_tokens(tmp_path):
     src, tgt, words = cost.synthetic(model, 3, 5, "cpu", torch.Generator().manual_seed(0))
     assert src.shape == (3, 5) and tgt.shape == (3, 6) and words is None
     assert int(src.min()) >= 4 and int(tgt.min()) >= 4
+
+
+def test_live_tensors_counts_the_most_bytes_alive_at_once():
+    kept = torch.ones(100)  # 400 bytes before counting starts
+    with cost.LiveTensors([kept]) as live:
+        a = torch.zeros(1000)  # 4,000 bytes
+        b = torch.zeros(2000)  # 8,000
+        view = b[:10]  # no new storage
+        del a
+        c = torch.zeros(500)  # 2,000, after a is gone
+    assert live.peak == 400 + 4000 + 8000
+    assert live.now == 400 + 8000 + 2000
+    assert view.numel() == 10 and c.numel() == 500
