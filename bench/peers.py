@@ -250,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         if name in venvs.RECIPES:
             venv[name] = args.cache / name if args.dry_run else venvs.ensure(name, args.cache)
     f = Factory(base, chosen, data, device, venv)
+    for name in ["adl", *peers] if chosen else []:
+        found = tune.cell_name(chosen[name]) if name in chosen else "the preset's (not searched)"
+        print(f"  {systems.SYSTEMS[name].label}: {found}")
     names = ["adl", *peers]
     if args.tune:
         rounds = tune_rounds(f, names, grid, seeds, out, args.minutes, slots)
@@ -260,8 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     todo = sum(1 for jobs in rounds if any(not j.finished() for j in jobs))
     print(
         f"{len(rounds)} rounds of {args.minutes:g} minutes ({todo} to run), {slots} processes "
-        f"at once, {args.threads} thread(s) each, on {device}; each run's checkpoints are "
-        "validated (peers) and its test set translated after its clock"
+        f"at once, {args.threads} thread(s) each, on {device}; after its clock, each run's "
+        "checkpoints are validated (peers)" + ("" if args.tune else " and its test set translated")
     )
     if args.dry_run:
         for i, jobs in enumerate(rounds, 1):
@@ -346,7 +349,8 @@ def describe(
         f"updates; recipe search's settings per system: {tuned}",
         f"the tested model of every run: its best checkpoint by validation {r.best_metric}, or "
         f"the average of its last 2 to {r.average_last} checkpoints when that scores higher "
-        "('avg A–B' under tested)",
+        "('avg A–B' under tested); ADL validates during its run (on its clock), the peers' "
+        "checkpoints are translated and scored after their clock (not counted)",
         f"translations of at most {r.len_a:g} x source + {r.len_b} pieces; no input is cut "
         f"(the peers' models take {source} source and {target} target positions)",
         f"{minutes:g} minutes of training each from its first update, {threads} thread(s) per "

@@ -284,6 +284,23 @@ def test_the_clock_starts_at_the_first_update(tmp_path, monkeypatch):
     }
 
 
+def test_a_stopped_run_leaves_its_record(tmp_path):
+    import peerclock
+
+    clock = peerclock.Clock(str(tmp_path / "stats.json"))
+
+    def training():
+        clock.update_started()
+        clock.update_done(10, 1)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        clock.run(training)
+    found = json.loads((tmp_path / "stats.json").read_text())
+    assert (found["updates"], found["tokens"], found["checkpoints"]) == (1, 10, [])
+    assert clock.run(lambda: 7) == 7
+
+
 def test_sockeye_translations_get_adls_length_limit(monkeypatch):
     """The launcher's length rule and parameter file, with a stand-in for Sockeye."""
     import sockeye_translate

@@ -35,10 +35,7 @@ def main() -> int:
 
     Trainer._update = timed_update
     Trainer._checkpoint = recorded_checkpoint
-    try:
-        return adl(["train", *args])
-    finally:
-        clock.write()
+    return clock.run(lambda: adl(["train", *args]))
 
 
 if __name__ == "__main__":

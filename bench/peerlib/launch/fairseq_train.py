@@ -53,10 +53,7 @@ def main() -> None:
     Trainer.train_step = timed_step
     Trainer.cumulative_training_time = lambda self: clock.elapsed()
     checkpoint_utils.save_checkpoint = recorded_save
-    try:
-        train.cli_main()
-    finally:
-        clock.write()
+    clock.run(train.cli_main)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,13 @@ class Clock:
         )
         self.write()
 
+    def run(self, main):
+        """``main()``, then the record written whatever happened; returns what main does."""
+        try:
+            return main()
+        finally:
+            self.write()
+
     def write(self) -> None:
         record = {
             "updates": self.updates,

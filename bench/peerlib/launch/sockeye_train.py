@@ -43,10 +43,7 @@ def main() -> None:
 
     trainer._step = timed_step
     trainer._create_checkpoint = recorded_checkpoint
-    try:
-        train.main()
-    finally:
-        clock.write()
+    clock.run(train.main)
 
 
 if __name__ == "__main__":
