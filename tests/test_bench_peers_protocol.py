@@ -215,6 +215,13 @@ def test_each_peer_is_compared_with_the_adl_runs_beside_it(tmp_path):
     one = [r for r in found if r["group"] == "adl+sockeye"]
     report.keys(one)
     assert {r["key"] for r in one} == {"adl", "sockeye"}
+    alone = [  # one slot: ADL in a round of its own, then each peer
+        result("adl", 1, "adl", tmp_path / "alone" / "adl", 7),
+        result("sockeye", 1, "sockeye", tmp_path / "alone" / "sockeye", 7),
+    ]
+    report.keys(alone)
+    (pair,) = report.pairs(alone, [1], REFS)
+    assert pair.peer == "sockeye" and pair.bleu_verdict == "tie"
 
 
 def test_the_recipe_search_grid_and_choice(tmp_path):
@@ -363,3 +370,39 @@ def test_the_curves_picture(tmp_path):
     assert imread(out).shape[:2] == (750, 1100)
     with pytest.raises(ValueError):
         curves.draw([], tmp_path / "none.png", "")
+
+
+def test_the_tables():
+    from peerlib import table
+
+    score = {"bleu": 20.5, "chrf": 45.25, "bp": 0.9, "ratio": 0.95, "left_out": [4, 9]}
+    run = {
+        "system": "adl",
+        "label": "ADL",
+        "key": "adl",
+        "seed": 1,
+        "beside": ["sockeye"],
+        "updates": 1200,
+        "tokens": 2_345_678,
+        "train_seconds": 900.2,
+        "selection": {"chosen": "avg 800–1,200"},
+        "scores": {"4": score},
+        "train_error": "stopped after 1800 s",
+    }
+    failed = {"system": "sockeye", "label": "Sockeye", "seed": 1, "failed": "exit 1"}
+    lines = table.runs_table([run, failed], {"adl": "ADL"}, [1, 4])
+    assert lines[0].startswith("| system | seed | beside | updates | target tokens |")
+    assert lines[2] == (
+        "| ADL | 1 | sockeye | 1,200 | 2,345,678 | 900 s | avg 800–1,200 | – | – "
+        "| 20.50 / 45.25 | 0.900 / 0.950 | 2 (lines 5, 10); training: stopped after 1800 s |"
+    )
+    assert lines[3].endswith("| failed: exit 1 |") and lines[3].count("|") == lines[2].count("|")
+    spreads = {"adl": {"bleu-4": stats.spread([20.0, 22.0]), "chrf-4": stats.spread([40.0, 44.0])}}
+    summary = table.summary_table(spreads, {"adl": "ADL"}, [4])
+    assert summary[2] == "| ADL | 2 | 21.00 ± 1.41 | 42.00 ± 2.83 |"
+    pair = stats.Pair("sockeye", 4, [1, 2], (21.0, 20.0), (42.0, 43.0), 0.2, 0.01, "bs")
+    (line,) = table.pairs_table([pair], {"sockeye": "Sockeye"})[2:]
+    assert line == (
+        "| Sockeye | beam 4 | 1, 2 | 21.00 / 20.00 | 0.2000 | tie "
+        "| 42.00 / 43.00 | 0.0100 | peer ahead |"
+    )

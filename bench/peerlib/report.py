@@ -57,13 +57,15 @@ def spreads(results: list[dict], beams: list[int]) -> dict[str, dict[str, Spread
 
 
 def pairs(results: list[dict], beams: list[int], refs: list[str]) -> list[Pair]:
-    """ADL against each peer it trained beside, per search, on the seeds both finished."""
+    """ADL against each peer it trained beside (or ADL's only runs, when every system ran
+    alone), per search, on the seeds both finished."""
     done = [r for r in results if not r.get("failed")]
     found = []
     for peer in sorted({r["key"] for r in done if r["system"] != "adl"}):
         theirs = [r for r in done if r["key"] == peer]
-        groups = {r["group"] for r in theirs}
-        ours = [r for r in done if r["system"] == "adl" and r["group"] in groups]
+        adl = [r for r in done if r["system"] == "adl"]
+        # the ADL runs beside it; with one slot ADL ran in a round of its own
+        ours = [r for r in adl if peer in r["group"].split("+")] or adl
         for k in beams:
             a = {r["seed"]: read_lines(hyp_file(r["folder"], k)) for r in ours}
             b = {r["seed"]: read_lines(hyp_file(r["folder"], k)) for r in theirs}

@@ -89,16 +89,14 @@ class Selection:
 
 
 def best_of(items: list, metric: str):
-    """The first item with the highest ``metric`` (None for no items)."""
+    """The first item with the highest ``metric`` (None for no items): a later item replaces
+    the best so far only when it scores strictly higher."""
     found = None
     for item in items:
-        if better(metric, getattr(item, metric), None, *_value(found, metric)):
+        best = None if found is None else getattr(found, metric)
+        if better(metric, getattr(item, metric), None, best, None):
             found = item
     return found
-
-
-def _value(item, metric: str) -> tuple[float | None, None]:
-    return (None, None) if item is None else (getattr(item, metric), None)
 
 
 def _validate(system: System, model: str, run: RunStep) -> tuple[float, float]:
@@ -138,9 +136,7 @@ def peer_selection(system: System, stats: TrainStats, run: RunStep) -> Selection
         selection.averages.append(averaged)
         names[k] = name
     top = best_of(selection.averages, r.best_metric)
-    if top is not None and better(
-        r.best_metric, getattr(top, r.best_metric), None, getattr(chosen, r.best_metric), None
-    ):
+    if top is not None and best_of([chosen, top], r.best_metric) is top:
         selection.model, selection.update = names[len(top.updates)], None
         selection.averaged = top.updates
     return selection

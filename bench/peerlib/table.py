@@ -82,7 +82,8 @@ def runs_table(results: Sequence[dict], labels: dict[str, str], beams: Sequence[
                 continue
             cells += [f"{s['bleu']:.2f} / {s['chrf']:.2f}", f"{s['bp']:.3f} / {s['ratio']:.3f}"]
             left |= {i + 1 for i in s["left_out"]}
-        cells.append(_left_out(sorted(left)))
+        stopped = f"; training: {r['train_error']}" if r.get("train_error") else ""
+        cells.append(_left_out(sorted(left)) + stopped)
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
