@@ -1,49 +1,62 @@
-"""ADL beside Sockeye 3 and fairseq: the same recipe, the same minutes, at the same time.
+"""ADL beside Sockeye 3 and fairseq: one recipe, the same minutes, at the same time, seeds
+and a paired test, and a recipe search run by every system alike.
 
     python bench/peers.py [--corpus DIR] [--minutes 15] [--peers sockeye,fairseq]
-                          [--preset small_cpu] [--set KEY=VALUE ...] [--out DIR]
+                          [--seeds 3] [--recipes FILE] [--preset small_cpu] [--out DIR]
+    python bench/peers.py --tune [--grid dropout=0,0.1,0.3 --grid lr=1e-3,2e-3] ...
 
 1. The corpus (default: the bundled Bible corpus, English-French verses of at most 20 words,
    as in ``adl demo``; ``--corpus`` takes any folder of train/valid/test files) gets one
-   sentencepiece model, trained once for all systems, and one length filter.
+   sentencepiece model, trained once for all systems, one length filter, and the validation
+   sample every system's checkpoints are scored on (bench/peerlib/prepare.py).
 2. Every system trains with the recipe of the ADL preset (sizes, batch, peak learning rate,
-   warm-up, betas, label smoothing, clipping, validation interval, best-checkpoint metric),
-   written in each toolkit's terms (bench/peerlib/systems.py), one process and ``--threads``
-   threads each, never more processes than ``--slots`` (default: cores / threads). When the
-   slots cannot hold every system at once, the systems run in rounds, and ADL runs in every
-   round beside its peers (its runs are reported per round).
-3. Each system translates the whole test set from its best checkpoint, greedy and with a
-   beam of ``--beam``; sacrebleu scores every test line (a line a system left out counts as
-   empty and is listed).
-4. The table (updates, target tokens seen, BLEU / chrF with sacrebleu's signatures, brevity
-   penalty and length ratio, decoding time, left-out lines) goes to the terminal and to
-   ``OUT/table.md``, every figure also to ``OUT/results.json``; the logs stay in ``OUT``.
+   warm-up, betas, label smoothing, clipping, validation interval, length limits), written
+   in each toolkit's terms with each peer's own practice where the recipe leaves it open
+   (bench/peerlib/sockeye_system.py, fairseq_system.py: every flag with its source), and
+   with the settings a recipe search chose for that system (``--recipes``). One process and
+   ``--threads`` threads each, never more processes than ``--slots`` (default: cores /
+   threads); when the slots cannot hold every system at once, ADL runs in every round beside
+   its peers, and each peer is compared with the ADL runs it trained beside. One clock for
+   all: from the start of the first update (bench/peerlib/launch/peerclock.py).
+3. Each run's model is chosen on the validation sample by one rule for all: the best
+   checkpoint, or the average of the last checkpoints when it scores higher (ADL's
+   ``train.average_last``; bench/peerlib/selection.py). It translates the whole test set,
+   greedy and with a beam of ``--beam``; sacrebleu scores every test line.
+4. ``--seeds N`` runs every system N times (seeds 1..N); the report gives mean ± std per
+   system and ADL against each peer with sacrebleu's paired bootstrap on the concatenated
+   outputs of the seeds (a lead with p >= 0.05 is a tie), in ``OUT/table.md`` and
+   ``OUT/results.json``, and the validation curves against wall-clock and target tokens
+   in ``OUT/curves.png``.
 
-The peers' virtualenvs are made once under ``--cache`` (bench/peerlib/venvs.py). On a
-machine with a GPU (``--device auto``) every system trains and decodes on it.
-``--dry-run`` prints the commands without running them.
+``--tune`` runs the recipe search instead (bench/peerlib/tune.py): every system trains
+every cell of ``--grid``; each keeps its best by validation score; ``OUT/recipes.json`` is
+what ``--recipes`` reads on the test corpora. A finished run (``result.json`` in its
+folder) is never run again: an interrupted benchmark or search continues where it stopped
+when started again with the same options. The peers' virtualenvs are made once under
+``--cache`` (bench/peerlib/venvs.py). ``--dry-run`` prints the training commands.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
-import signal
-import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from peerlib import recipe as recipe_mod  # noqa: E402
-from peerlib import systems, table, venvs  # noqa: E402
+from peerlib import report, systems, table, tune, venvs  # noqa: E402
+from peerlib.base import Data, read_lines  # noqa: E402
 from peerlib.prepare import find_files, prepare  # noqa: E402
+from peerlib.recipe import Recipe  # noqa: E402
+from peerlib.runs import Job, run_rounds  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+SETTINGS = "benchmark.json"  # what a benchmark folder was started with
 
 
 def plan_rounds(peers: list[str], slots: int) -> list[list[str]]:
@@ -65,58 +78,103 @@ def bible_corpus(cache: Path) -> Path:
     return out
 
 
-def run_step(step: systems.Step, log: Path, threads: int) -> tuple[float, str]:
-    """Run one command (logged); returns (seconds, error or '')."""
-    env = {**os.environ, **step.env}
-    env.update({k: str(threads) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")})
-    env["PYTHONUNBUFFERED"] = "1"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    with open(log, "w", encoding="utf-8") as out:
-        out.write("$ " + shlex.join(step.argv) + "\n")
-        out.flush()
-        proc = subprocess.Popen(
-            step.argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-        try:
-            code = proc.wait(timeout=step.timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            return time.monotonic() - started, f"stopped after {step.timeout:.0f} s"
-    took = time.monotonic() - started
-    return took, "" if code == 0 else f"exit {code} (see {log})"
+class Factory:
+    """Systems for jobs: each with its recipe (the search's choice, the seed) and python."""
+
+    def __init__(self, base: Recipe, chosen: dict, data: Data, device: str, venv: dict):
+        self.base, self.chosen, self.data, self.device, self.venv = base, chosen, data, device, venv
+
+    def recipe(self, name: str, seed: int, settings: dict | None = None) -> Recipe:
+        found = settings if settings is not None else self.chosen.get(name, {})
+        return dataclasses.replace(recipe_mod.with_settings(self.base, found), seed=seed)
+
+    def job(
+        self,
+        name: str,
+        seed: int,
+        group: str,
+        out: Path,
+        minutes: float,
+        beams: list[int],
+        settings: dict | None = None,
+        keep: bool = False,
+    ) -> Job:
+        r = self.recipe(name, seed, settings)
+        system = systems.make(name, r, self.data, out, self.device, self.venv.get(name))
+        return Job(system, seed, group, minutes, beams, dict(settings or {}), keep)
 
 
-def run_job(system: systems.System, minutes: float, beams: list[int], threads: int, rec: dict):
-    """prepare, train, decode: one system's commands in order (in its own thread)."""
-    steps = system.prepare() + [system.train(minutes)]
-    steps[-1].timeout = 60 * minutes + max(600.0, 30 * minutes)  # the final validation
-    steps += [system.decode(k) for k in beams]
-    for step in steps:
-        seconds, error = run_step(step, system.out / f"{step.name}.log", threads)
-        rec[step.name] = seconds
-        if error and step.name in ("prepare", "greedy", "beam"):
-            rec.setdefault("errors", []).append(f"{step.name}: {error}")
-            if step.name == "prepare":
-                return
-        elif error:  # training stopped by the timeout still leaves a best checkpoint
-            rec.setdefault("errors", []).append(f"train: {error}")
+def bench_rounds(
+    f: Factory,
+    rounds: list[list[str]],
+    seeds: list[int],
+    out: Path,
+    minutes: float,
+    beams: list[int],
+    keep: bool,
+) -> list[list[Job]]:
+    """Seed by seed (a stopped benchmark has whole seeds), each round's systems together."""
+    found = []
+    for seed in seeds:
+        for names in rounds:
+            group = "+".join(names)
+            folder = out / "runs" / group / f"seed{seed}"
+            jobs = [f.job(n, seed, group, folder / n, minutes, beams, keep=keep) for n in names]
+            found.append(jobs)
+    return found
 
 
-def main(argv: list[str] | None = None) -> int:
+def tune_rounds(
+    f: Factory,
+    names: list[str],
+    grid: dict,
+    seeds: list[int],
+    out: Path,
+    minutes: float,
+    slots: int,
+) -> list[list[Job]]:
+    """Every system x cell x seed, ``slots`` jobs at a time."""
+    jobs = []
+    for seed in seeds:
+        for cell in tune.cells(grid):
+            folder = out / "tune" / tune.cell_name(cell) / f"seed{seed}"
+            group = tune.cell_name(cell)
+            jobs += [f.job(n, seed, group, folder / n, minutes, [], cell) for n in names]
+    return [jobs[i : i + slots] for i in range(0, len(jobs), slots)]
+
+
+def check_settings(out: Path, settings: dict) -> None:
+    """A benchmark folder continues only with the settings it was started with."""
+    path = out / SETTINGS
+    if path.is_file():
+        before = json.loads(path.read_text(encoding="utf-8"))
+        changed = sorted(k for k in set(before) | set(settings) if before.get(k) != settings.get(k))
+        if changed:
+            raise SystemExit(
+                f"{out} holds a benchmark started with other settings ({', '.join(changed)}): "
+                "choose another --out, or start it again with the same options"
+            )
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
+
+
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", type=Path, help="folder of train/valid/test files (default: Bible)")
     p.add_argument("--langs", nargs=2, metavar=("SRC", "TGT"), help="the corpus' file suffixes")
-    p.add_argument("--minutes", type=float, default=15.0, help="training minutes per system")
+    p.add_argument("--minutes", type=float, default=15.0, help="training minutes per run")
     p.add_argument("--peers", default="sockeye,fairseq", help="sockeye, fairseq, torch")
+    p.add_argument("--seeds", type=int, default=1, help="runs per system (seeds 1..N)")
+    p.add_argument("--recipes", type=Path, help="the recipes file of a --tune run")
+    p.add_argument("--tune", action="store_true", help="run the recipe search on this corpus")
     p.add_argument(
-        "--preset", default="small_cpu", help="the ADL preset every system follows (small_cpu)"
+        "--grid",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2",
+        help="a recipe field and its values (--tune; default dropout=0,0.1,0.3 lr=1e-3,2e-3)",
     )
+    p.add_argument("--preset", default="small_cpu", help="the ADL preset every system follows")
     p.add_argument("--set", action="append", default=[], dest="sets", metavar="KEY=VALUE")
     p.add_argument("--out", type=Path, help="output folder (default runs/peers/CORPUS)")
     p.add_argument("--cache", type=Path, default=ROOT / "data" / "cache" / "peers")
@@ -125,18 +183,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--beam", type=int, default=4)
     p.add_argument(
-        "--split",
-        choices=("test", "valid"),
-        default="test",
-        help="the split translated and scored (valid: to compare recipes without the test set)",
+        "--keep-checkpoints", action="store_true", help="keep every peer checkpoint file"
     )
-    p.add_argument("--dry-run", action="store_true", help="print the commands only")
-    args = p.parse_args(argv)
+    p.add_argument("--dry-run", action="store_true", help="print the training commands only")
+    return p
 
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser()
+    args = p.parse_args(argv)
     peers = [x for x in args.peers.split(",") if x]
     unknown = [x for x in peers if x not in systems.SYSTEMS or x == "adl"]
     if unknown:
         p.error(f"unknown peer(s) {', '.join(unknown)}; peers: sockeye, fairseq, torch")
+    if args.seeds < 1:
+        p.error("--seeds must be at least 1")
+    if args.tune and args.recipes:
+        p.error("--tune searches the recipes that --recipes reads: give one of them")
+    try:
+        grid = tune.parse_grid(args.grid) if args.grid else dict(tune.DEFAULT_GRID)
+    except ValueError as exc:
+        p.error(str(exc))
     device = args.device
     if device == "auto":
         import torch
@@ -144,141 +211,154 @@ def main(argv: list[str] | None = None) -> int:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     slots = args.slots or max((os.cpu_count() or 1) // args.threads, 1)
     corpus = args.corpus or bible_corpus(args.cache)
-    out = args.out or ROOT / "runs" / "peers" / corpus.resolve().name
+    name = corpus.resolve().name + ("-tune" if args.tune else "")
+    out = (args.out or ROOT / "runs" / "peers" / name).resolve()
     sets = [*args.sets, f"train.threads={args.threads}"]
     config = recipe_mod.configure(
         [str(ROOT / f) for f in recipe_mod.ARCH], preset=args.preset, sets=sets
     )
-    recipe = recipe_mod.from_config(config, args.preset, sets)
+    base = recipe_mod.from_config(config, args.preset, sets)
+    chosen = tune.read(args.recipes) if args.recipes else {}
     beams = [1, args.beam] if args.beam > 1 else [1]
+    seeds = [base.seed + i for i in range(args.seeds)]
+    settings = {
+        "corpus": str(corpus.resolve()),
+        "preset": args.preset,
+        "sets": sets,
+        "minutes": args.minutes,
+        "peers": peers,
+        "device": device,
+        "slots": slots,
+        "beams": beams,
+        "recipes": chosen,
+        "grid": grid if args.tune else None,
+    }
+    if not args.dry_run:
+        check_settings(out, settings)
 
-    if out.exists() and any(out.glob("round*")) and not args.dry_run:
-        p.error(f"{out} holds an earlier benchmark: choose another --out or remove it")
-    out.mkdir(parents=True, exist_ok=True)
     files = find_files(corpus, tuple(args.langs) if args.langs else None)
     print(f"corpus {corpus}: preparing one sentencepiece model and the pieces -> {out}/data")
-    data = prepare(files, out / "data", recipe, config.data)
+    data = prepare(files, out / "data", base, config.data)
     c = data.counts
     print(
         f"  train {c['train']:,} pairs ({c['dropped']:,} over the length filter dropped, "
-        f"{c['dropped_tokens_percent']:g} % of the target tokens), "
-        f"valid {c['valid']:,}, test {c['test']:,}"
+        f"{c['dropped_tokens_percent']:g} % of the target tokens), valid {c['valid']:,} "
+        f"(sample of {c['sample']:,} scored), test {c['test']:,}"
     )
-    for split in ("valid", "test"):
-        print(
-            f"  {split}: {c[f'{split}_over_max_len']:,} pairs with a side over max_len "
-            f"{recipe.max_len}, {c[f'{split}_over_output_limit']:,} references longer than "
-            "ADL's default output limit (1.5 x source + 10 pieces)"
+    venv = {}
+    for name in peers:
+        if name in venvs.RECIPES:
+            venv[name] = args.cache / name if args.dry_run else venvs.ensure(name, args.cache)
+    f = Factory(base, chosen, data, device, venv)
+    for name in ["adl", *peers] if chosen else []:
+        found = tune.cell_name(chosen[name]) if name in chosen else "the preset's (not searched)"
+        print(f"  {systems.SYSTEMS[name].label}: {found}")
+    names = ["adl", *peers]
+    if args.tune:
+        rounds = tune_rounds(f, names, grid, seeds, out, args.minutes, slots)
+    else:
+        rounds = bench_rounds(
+            f, plan_rounds(peers, slots), seeds, out, args.minutes, beams, args.keep_checkpoints
         )
-    venv = {name: None for name in ("adl", "torch")}
-    rounds = plan_rounds(peers, slots)
-    made = []
-    for i, names in enumerate(rounds, 1):
-        for name in names:
-            if name in ("sockeye", "fairseq") and name not in venv:
-                venv[name] = None if args.dry_run else venvs.ensure(name, args.cache)
-            root = venv.get(name) or (args.cache / name if name in venvs.RECIPES else None)
-            made.append(
-                (
-                    i,
-                    systems.make(
-                        name, recipe, data, out / f"round{i}" / name, device, root, args.split
-                    ),
-                )
-            )
+    todo = sum(1 for jobs in rounds if any(not j.finished() for j in jobs))
+    print(
+        f"{len(rounds)} rounds of {args.minutes:g} minutes ({todo} to run), {slots} processes "
+        f"at once, {args.threads} thread(s) each, on {device}; after its clock, each run's "
+        "checkpoints are validated (peers)" + ("" if args.tune else " and its test set translated")
+    )
     if args.dry_run:
-        for i, s in made:
-            for step in [*s.prepare(), s.train(args.minutes), *(s.decode(k) for k in beams)]:
-                print(f"# round {i}, {s.label}, {step.name}\n{shlex.join(step.argv)}")
+        for i, jobs in enumerate(rounds, 1):
+            for j in jobs:
+                for step in [*j.system.prepare(), j.system.train(args.minutes)]:
+                    print(f"# round {i}, {j.system.label}, seed {j.seed}, {step.name}")
+                    print(shlex.join(step.argv))
         return 0
-
-    records: dict[int, dict] = {}
-    for i in range(1, len(rounds) + 1):
-        jobs = [(k, s) for k, (r, s) in enumerate(made) if r == i]
-        print(
-            f"round {i}/{len(rounds)}: {', '.join(s.label for _, s in jobs)} "
-            f"for {args.minutes:g} minutes each, at the same time"
+    results = run_rounds(rounds, args.threads)
+    labels = {n: systems.SYSTEMS[n].label for n in names}
+    if args.tune:
+        found = tune.choose(results, grid)
+        about = {
+            "corpus": str(corpus),
+            "minutes": args.minutes,
+            "seeds": seeds,
+            "grid": grid,
+            "metric": base.best_metric,
+            "preset": args.preset,
+        }
+        tune.write(out / "recipes.json", found, about)
+        md = "\n".join(
+            [
+                f"### Recipe search on {corpus.resolve().name}",
+                "",
+                *tune.markdown(found, labels, base.best_metric),
+            ]
         )
-        threads = []
-        for k, s in jobs:
-            records[k] = {}
-            t = threading.Thread(
-                target=run_job, args=(s, args.minutes, beams, args.threads, records[k])
-            )
-            t.start()
-            threads.append(t)
-        for t in threads:
-            t.join()
-
-    refs = systems.read_lines(data.raw[args.split][1])
-    rows = []
-    for k, (i, s) in enumerate(made):
-        rec = records[k]
-        row = table.Row(s.label, i, train_seconds=rec.get("train"))
-        try:
-            st = s.stats()
-            row.updates, row.tokens, row.best_update = (
-                st["updates"],
-                st["tokens"],
-                st["best_update"],
-            )
-        except (OSError, KeyError, ValueError, RuntimeError) as exc:
-            row.failed = f"no training record ({exc})"
-        for beam in beams:
-            step = "beam" if beam > 1 else "greedy"
-            hyps = s.hypotheses(beam)
-            if not hyps:
-                continue
-            hyps = hyps + [None] * (len(refs) - len(hyps))
-            row.scores[beam] = table.score(hyps, refs, rec.get(step))
-        if rec.get("errors"):
-            row.note = "; ".join(rec["errors"])
-        rows.append(row)
+        (out / "table.md").write_text(md + "\n", encoding="utf-8")
+        print(md)
+        print(f"-> {out / 'recipes.json'} (give it to --recipes)")
+        return 0
+    refs = read_lines(data.raw["test"][1])
     sig = table.signatures()
-    notes = [
-        f"corpus {corpus}: {c['train']:,} training pairs ({c['dropped']:,} dropped by the "
-        f"length filter, max_len {recipe.max_len}: {c['dropped_tokens_percent']:g} % of the "
-        f"target tokens), {c['valid']:,} validation, "
-        f"{c['test']:,} test; one {recipe.vocab:,}-piece sentencepiece model for all",
-        f"recipe of ADL's preset {args.preset}: d_model {recipe.d_model}, {recipe.layers}+"
-        f"{recipe.layers} blocks, FFN {recipe.ffn}, {recipe.heads} heads, dropout "
-        f"{recipe.dropout:g}, batches of {recipe.max_tokens:,} tokens, Adam "
-        f"{recipe.betas}, peak learning rate {recipe.lr:g} after {recipe.warmup} warm-up "
-        f"updates then inverse square root, label smoothing {recipe.label_smoothing:g}, "
-        f"clipping {recipe.clip_norm:g}, validation every {recipe.valid_every} updates, "
-        f"best checkpoint by {recipe.best_metric}"
-        + (
-            f"; ADL's best may be the average of its last 2 to {recipe.average_last} "
-            "checkpoints (train.average_last, chosen on validation; 'avg A–B' under best at)"
-            if recipe.average_last
-            else ""
-        ),
-        f"Sockeye's inv-sqrt-decay is not normalised by the warm-up (its peak is "
-        f"initial_lr / sqrt(warmup)): its --initial-learning-rate is "
-        f"{recipe.sockeye_initial_lr:.6g} = {recipe.lr:g} x sqrt({recipe.warmup}), the same "
-        "peak and curve",
-        f"{args.minutes:g} minutes of training each, {args.threads} thread(s) per process, "
-        f"{slots} processes at once on {device}; systems of one round ran at the same time",
-        f"BLEU {sig['bleu']}; chrF {sig['chrf']}",
-    ]
-    title = f"Peers on {corpus.resolve().name}" + (
-        " (validation set)" if args.split == "valid" else ""
-    )
-    md = table.markdown(rows, beams, title, notes)
-    (out / "table.md").write_text(md, encoding="utf-8")
-    result = {
-        "corpus": str(corpus),
-        "recipe": recipe.to_dict(),
-        "minutes": args.minutes,
-        "device": device,
-        "slots": slots,
+    notes = describe(base, chosen, corpus, data, args.minutes, args.threads, slots, device, sig)
+    title = f"Peers on {corpus.resolve().name}"
+    done = report.report(results, beams, refs, title, notes)
+    picture = report.draw_curves(results, out / "curves.png", title)
+    (out / "table.md").write_text(done.markdown, encoding="utf-8")
+    record = {
+        **settings,
+        "recipe": base.to_dict(),
+        "seeds": seeds,
         "counts": c,
         "signatures": sig,
-        "rows": [r.to_dict() for r in rows],
+        **done.to_dict(),
+        "runs": [{k: v for k, v in r.items() if k != "folder"} for r in results],
     }
-    (out / "results.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(md)
+    (out / "results.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    print(done.markdown)
+    if picture:
+        print(f"curves: {picture}")
     return 0
+
+
+def describe(
+    r: Recipe,
+    chosen: dict,
+    corpus: Path,
+    data: Data,
+    minutes: float,
+    threads: int,
+    slots: int,
+    device: str,
+    sig: dict,
+) -> list[str]:
+    """The notes under the tables: what was run."""
+    c = data.counts
+    source, target = data.positions(r)
+    tuned = "; ".join(f"{n}: {tune.cell_name(s)}" for n, s in chosen.items()) or "none"
+    return [
+        f"corpus {corpus}: {c['train']:,} training pairs ({c['dropped']:,} dropped by the "
+        f"length filter, max_len {r.max_len}: {c['dropped_tokens_percent']:g} % of the target "
+        f"tokens), {c['valid']:,} validation ({c['sample']:,} in the sample every "
+        f"checkpoint is scored on), {c['test']:,} test; one {r.vocab:,}-piece sentencepiece "
+        "model for all",
+        f"recipe of ADL's preset {r.preset}: d_model {r.d_model}, {r.layers}+{r.layers} "
+        f"blocks, FFN {r.ffn}, {r.heads} heads, dropout {r.dropout:g}, batches of "
+        f"{r.max_tokens:,} tokens, Adam {r.betas}, peak learning rate {r.lr:g} after "
+        f"{r.warmup} warm-up updates then inverse square root, label smoothing "
+        f"{r.label_smoothing:g}, clipping {r.clip_norm:g}, a checkpoint every {r.valid_every} "
+        f"updates; recipe search's settings per system: {tuned}",
+        f"the tested model of every run: its best checkpoint by validation {r.best_metric}, or "
+        f"the average of its last 2 to {r.average_last} checkpoints when that scores higher "
+        "('avg A–B' under tested); ADL validates during its run (on its clock), the peers' "
+        "checkpoints are translated and scored after their clock (not counted)",
+        f"translations of at most {r.len_a:g} x source + {r.len_b} pieces; no input is cut "
+        f"(the peers' models take {source} source and {target} target positions)",
+        f"{minutes:g} minutes of training each from its first update, {threads} thread(s) per "
+        f"process, {slots} processes at once on {device}; systems of one round ran at the "
+        "same time",
+        f"BLEU {sig['bleu']}; chrF {sig['chrf']}; paired bootstrap on the seeds' concatenated "
+        "test outputs, a lead with p >= 0.05 is a tie",
+    ]
 
 
 if __name__ == "__main__":

@@ -1,20 +1,33 @@
 """The one recipe every system of the peer benchmark trains with, read from an ADL preset.
 
-ADL's preset (``demo`` by default) is the source of truth: the peers get the same model
-sizes, batch, peak learning rate, warm-up, Adam betas, label smoothing, gradient clipping,
-length filter, validation interval and best-checkpoint metric, written in each toolkit's
-own terms by ``systems.py``.
+ADL's preset (``small_cpu`` in the benchmark) is the source of truth: the peers get the same
+model sizes, batch, peak learning rate, warm-up, Adam betas, label smoothing, gradient
+clipping, length filter, output-length limit, validation interval and best-checkpoint
+metric, written in each toolkit's own terms (``systems.py``, ``sockeye_system.py``,
+``fairseq_system.py``). The recipe search (``tune.py``) changes the fields of ``TUNABLE``
+per system; ``with_settings`` makes such a variant.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from adl.runtime.config import Config
 from adl.runtime.configure import configure
 
 ARCH = ("architectures/transformer.enc.adl", "architectures/transformer.dec.adl")
+
+# recipe field -> ADL's setting: what a recipe search may change, and how ADL is told
+TUNABLE = {
+    "dropout": "model.dropout",
+    "lr": "optim.lr",
+    "label_smoothing": "optim.label_smoothing",
+    "warmup": "schedule.warmup",
+    "clip_norm": "optim.clip_norm",
+    "max_tokens": "train.max_tokens",
+}
 
 
 @dataclass(frozen=True)
@@ -38,8 +51,11 @@ class Recipe:
     max_ratio: float  # ... and pairs whose piece ratio is above this (0: keep)
     valid_every: int  # updates between validations (and checkpoints)
     valid_max: int  # validation sentences used (0: all)
-    best_metric: str  # the best checkpoint is best by: bleu | chrf | ppl | loss | acc
-    average_last: int  # ADL only: averages of its last 2..N checkpoints may become best
+    valid_sample: int  # the validation sentences decoded for BLEU / chrF (0: all)
+    best_metric: str  # checkpoints (and averages) are chosen by: bleu | chrf
+    average_last: int  # averages of the last 2..N checkpoints may become the model tested
+    len_a: float  # translations are at most len_a x source pieces + len_b pieces
+    len_b: int  # (see len_a)
     seed: int  # seeds weights and batch order
 
     @property
@@ -49,13 +65,24 @@ class Recipe:
         the same peak (and the same curve) as ours."""
         return self.lr * max(self.warmup, 1) ** 0.5
 
-    @property
-    def decodes_validation(self) -> bool:
-        """Whether the best checkpoint is picked by a score of decoded validation text."""
-        return self.best_metric in ("bleu", "chrf")
+    def adl_sets(self) -> list[str]:
+        """ADL's ``--set`` items for the fields a recipe search changes, and the seed."""
+        items = [f"{key}={getattr(self, name)!r}" for name, key in TUNABLE.items()]
+        return [*items, f"train.seed={self.seed}"]
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def with_settings(recipe: Recipe, settings: Mapping[str, float]) -> Recipe:
+    """``recipe`` with some of its ``TUNABLE`` fields changed (a recipe search's cell)."""
+    unknown = sorted(set(settings) - set(TUNABLE))
+    if unknown:
+        raise ValueError(
+            f"cannot tune {', '.join(unknown)}: the recipe search changes {', '.join(TUNABLE)}"
+        )
+    typed = {k: type(getattr(recipe, k))(v) for k, v in settings.items()}
+    return dataclasses.replace(recipe, **typed)
 
 
 def from_config(config: Config, preset: str, sets: Sequence[str] = ()) -> Recipe:
@@ -72,6 +99,11 @@ def from_config(config: Config, preset: str, sets: Sequence[str] = ()) -> Recipe
         problems.append("train.accumulate (not given to the peers)")
     if o.optimizer != "adam" or o.weight_decay:
         problems.append("an optimizer other than plain Adam")
+    if t.best_metric not in ("bleu", "chrf") or not t.bleu:
+        problems.append(
+            f"train.best_metric={t.best_metric} (every system's checkpoints are chosen by the "
+            "BLEU or chrF of their greedy translations of the validation sample: use bleu or chrf)"
+        )
     if problems:
         raise ValueError(
             f"preset {preset}: the peer benchmark cannot give the peers " + "; ".join(problems)
@@ -95,9 +127,12 @@ def from_config(config: Config, preset: str, sets: Sequence[str] = ()) -> Recipe
         max_len=d.max_len,
         max_ratio=d.max_ratio,
         valid_every=t.valid_every,
-        average_last=t.average_last,
         valid_max=d.valid_max,
-        best_metric=t.best_metric if t.bleu or t.best_metric not in ("bleu", "chrf") else "ppl",
+        valid_sample=t.valid_bleu_sentences,
+        best_metric=t.best_metric,
+        average_last=t.average_last,
+        len_a=t.decode_len_a,
+        len_b=t.decode_len_b,
         seed=t.seed,
     )
 

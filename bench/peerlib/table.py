@@ -1,15 +1,19 @@
-"""Scores of the peer benchmark and the Markdown table it writes (no training here).
+"""Scores of the peer benchmark and the Markdown tables it writes (no training here).
 
 A system's test translations are scored with sacrebleu against the references, every test
 sentence counted: a sentence a system left out scores as an empty translation and is listed.
+The tables read the jobs' results (``runs.py``): one line per run, then mean ± std per
+system over its seeds, then ADL against each peer with the paired test's verdict.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from sacrebleu.metrics import BLEU, CHRF
+
+from .stats import Pair, Spread
 
 
 @dataclass
@@ -20,26 +24,6 @@ class Score:
     ratio: float  # hypothesis length / reference length (sacrebleu's tokens)
     left_out: list[int] = field(default_factory=list)  # test lines without a translation (0-based)
     seconds: float | None = None  # decoding wall-clock (process start to end)
-
-
-@dataclass
-class Row:
-    """One system's run: training figures and one score per search."""
-
-    system: str  # label, e.g. "Sockeye 3.1.34"
-    round: int  # the round it trained in (systems of a round ran at the same time)
-    updates: int | None = None
-    tokens: int | None = None  # target tokens trained on (with eos)
-    best_update: int | str | None = None  # a step, or 'avg A–B' for an average
-    train_seconds: float | None = None  # wall-clock of its training process
-    scores: dict[int, Score] = field(default_factory=dict)  # beam size -> score
-    note: str = ""
-    failed: str = ""  # why the system has no result
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["scores"] = {str(k): asdict(v) for k, v in self.scores.items()}
-        return d
 
 
 def signatures() -> dict[str, str]:
@@ -63,6 +47,10 @@ def score(hyps: Sequence[str | None], refs: Sequence[str], seconds: float | None
     return Score(b.score, c.score, b.bp, ratio, left_out, seconds)
 
 
+def search_name(beam: int) -> str:
+    return "greedy" if beam == 1 else f"beam {beam}"
+
+
 def _int(n: int | None) -> str:
     return "–" if n is None else f"{n:,}"
 
@@ -71,31 +59,70 @@ def _secs(s: float | None) -> str:
     return "–" if s is None else f"{s:,.0f} s"
 
 
-def markdown(rows: Sequence[Row], beams: Sequence[int], title: str, notes: Sequence[str]) -> str:
-    """The results table: one line per system run, one column group per search."""
-    head = ["system", "round", "updates", "target tokens", "best at", "training"]
+def runs_table(results: Sequence[dict], labels: dict[str, str], beams: Sequence[int]) -> list[str]:
+    """One line per run (a result of ``runs.execute``, or a failure)."""
+    head = ["system", "seed", "beside", "updates", "target tokens", "training", "tested"]
     for k in beams:
-        name = "greedy" if k == 1 else f"beam {k}"
-        head += [f"{name} BLEU / chrF", f"{name} BP / ratio", f"{name} time"]
+        head += [f"{search_name(k)} BLEU / chrF", f"{search_name(k)} BP / ratio"]
     head.append("left out")
-    lines = [f"### {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for row in rows:
-        cells = [row.system, str(row.round), _int(row.updates), _int(row.tokens)]
-        best = row.best_update
-        cells += [best if isinstance(best, str) else _int(best), _secs(row.train_seconds)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in results:
+        cells = [labels.get(_key(r), r["label"]), str(r["seed"])]
+        if r.get("failed"):
+            cells += ["–"] * (len(head) - 3) + [f"failed: {r['failed']}"]
+            lines.append("| " + " | ".join(cells) + " |")
+            continue
+        cells += [", ".join(r.get("beside") or []) or "alone", _int(r["updates"])]
+        cells += [_int(r["tokens"]), _secs(r["train_seconds"]), r["selection"]["chosen"]]
+        left: set[int] = set()
         for k in beams:
-            s = row.scores.get(k)
+            s = r["scores"].get(str(k))
             if s is None:
-                cells += ["–", "–", "–"]
-            else:
-                cells += [f"{s.bleu:.2f} / {s.chrf:.2f}", f"{s.bp:.3f} / {s.ratio:.3f}"]
-                cells.append(_secs(s.seconds))
-        left = sorted({i + 1 for s in row.scores.values() for i in s.left_out})
-        cells.append(_left_out(left) if not row.failed else f"failed: {row.failed}")
+                cells += ["–", "–"]
+                continue
+            cells += [f"{s['bleu']:.2f} / {s['chrf']:.2f}", f"{s['bp']:.3f} / {s['ratio']:.3f}"]
+            left |= {i + 1 for i in s["left_out"]}
+        stopped = f"; training: {r['train_error']}" if r.get("train_error") else ""
+        cells.append(_left_out(sorted(left)) + stopped)
         lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
-    lines += [f"- {n}" for n in notes]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def summary_table(
+    spreads: dict[str, dict[str, Spread]], labels: dict[str, str], beams: Sequence[int]
+) -> list[str]:
+    """Mean ± std over seeds: ``spreads[key]["bleu-4"]`` and so on."""
+    head = ["system", "seeds"]
+    for k in beams:
+        head += [f"{search_name(k)} BLEU", f"{search_name(k)} chrF"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key, found in spreads.items():
+        n = max((s.n for s in found.values()), default=0)
+        cells = [labels.get(key, key), str(n)]
+        for k in beams:
+            for metric in ("bleu", "chrf"):
+                s = found.get(f"{metric}-{k}")
+                cells.append(s.text() if s else "–")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def pairs_table(pairs: Sequence[Pair], labels: dict[str, str]) -> list[str]:
+    """ADL against each peer: the concatenated scores, p-values and verdicts."""
+    head = ["ADL against", "search", "seeds", "BLEU (ADL / peer)", "p", "BLEU verdict"]
+    head += ["chrF (ADL / peer)", "p", "chrF verdict"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for p in pairs:
+        cells = [labels.get(p.peer, p.peer), search_name(p.beam), ", ".join(map(str, p.seeds))]
+        cells += [f"{p.bleu[0]:.2f} / {p.bleu[1]:.2f}", f"{p.bleu_p:.4f}", p.bleu_verdict]
+        cells += [f"{p.chrf[0]:.2f} / {p.chrf[1]:.2f}", f"{p.chrf_p:.4f}", p.chrf_verdict]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _key(result: dict) -> str:
+    """A run's system key: ADL's runs are told apart by the peers they ran beside."""
+    return result.get("key") or result["system"]
 
 
 def _left_out(lines: list[int]) -> str:

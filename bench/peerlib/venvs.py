@@ -35,7 +35,7 @@ RECIPES = {
     ],
 }
 CHECK = {
-    "sockeye": "import sockeye.train, sockeye.translate",
+    "sockeye": "import sockeye.train, sockeye.translate, sockeye.average",
     "fairseq": "import fairseq, fairseq_cli.train, fairseq_cli.generate",
 }
 

@@ -1,17 +1,20 @@
 """A plain PyTorch baseline for the peer benchmark: ``torch.nn.Transformer`` (pre-norm) with
 the recipe's sizes, a tied embedding shared by both sides and the output layer, token-count
 batches bucketed by length, Adam with the inverse-sqrt schedule, label smoothing, gradient
-clipping, validation every ``valid_every`` updates and a wall-clock limit — written out
-here in a few dozen lines, the way a researcher would write it by hand.
+clipping, a checkpoint and a validation perplexity every ``valid_every`` updates and the
+benchmark's clock (``peerclock.py``) — written out here in a few dozen lines, the way a
+researcher would write it by hand.
 
     python torch_loop.py train --out DIR --spm M --minutes 15 --train SRC TGT --valid SRC TGT
                          --recipe JSON [--device cpu]
-    python torch_loop.py decode --out DIR --spm M --beam 4 --input SRC --output HYP
+    python torch_loop.py decode --out DIR --spm M --checkpoint FILE --beam 4 --input SRC
+                         --output HYP
+    python torch_loop.py average --inputs FILE... --output FILE
 
-The pieces of ``--train`` are already filtered by the benchmark. Decoding (and the greedy
-validation) go through ADL's search functions over full recomputation of the prefix
-(``FullRecompute``: nn.Transformer has no incremental cache), so the decoding time of this
-column is not comparable with the others'.
+The pieces of ``--train`` are already filtered by the benchmark. Decoding goes through ADL's
+search functions over full recomputation of the prefix (``FullRecompute``: nn.Transformer
+has no incremental cache), so the decoding time of this column is not comparable with the
+others'.
 """
 
 from __future__ import annotations
@@ -20,12 +23,11 @@ import argparse
 import json
 import math
 import random
-import time
 from pathlib import Path
 
 import sentencepiece as spm
 import torch
-from sacrebleu.metrics import BLEU, CHRF
+from peerclock import Clock
 from torch import Tensor, nn
 
 from adl.runtime.search import FullRecompute, SearchOptions, search_ids
@@ -106,61 +108,57 @@ def build(recipe: dict, vocab: int) -> Seq2Seq:
     )
 
 
-def translate(model, sp, lines: list[str], beam: int, device) -> list[str]:
+def translate(model, sp, lines: list[str], beam: int, len_a: float, len_b: int, device):
     ids = sp.encode(lines)
-    options = SearchOptions(beam=beam)
+    options = SearchOptions(beam=beam, len_a=len_a, len_b=len_b)
     found = search_ids(FullRecompute(model), None, ids, options, device)
     return [sp.decode(h[0].tokens) for h in found]
+
+
+def perplexity(model, sp, src: list[str], ref: list[str], device) -> float:
+    """Validation perplexity by teacher forcing, one sentence at a time."""
+    model.eval()
+    nll = count = 0.0
+    with torch.no_grad():
+        for s, t in zip(sp.encode(src), sp.encode(ref)):
+            logits = model(pad([s], [], [EOS]).to(device), pad([t], [BOS], []).to(device))
+            gold = pad([t], [], [EOS]).to(device)
+            nll += float(nn.functional.cross_entropy(logits[0], gold[0], reduction="sum"))
+            count += gold.numel()
+    model.train()
+    return math.exp(min(nll / max(count, 1), 100.0))
 
 
 def train(args) -> None:
     r = json.loads(args.recipe)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
     sp = spm.SentencePieceProcessor(model_file=args.spm)
     read = lambda p: Path(p).read_text(encoding="utf-8").splitlines()
     pieces = [[sp.piece_to_id(p) for p in line.split()] for line in read(args.train[0])]
     targets = [[sp.piece_to_id(p) for p in line.split()] for line in read(args.train[1])]
     pairs = list(zip(pieces, targets))
     valid_src, valid_ref = read(args.valid[0]), read(args.valid[1])
-    if r["valid_max"]:
-        valid_src, valid_ref = valid_src[: r["valid_max"]], valid_ref[: r["valid_max"]]
     torch.manual_seed(r["seed"])
     rng = random.Random(r["seed"])
     device = torch.device(args.device)
     model = build(r, sp.get_piece_size()).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=r["lr"], betas=r["betas"], eps=r["eps"])
     (out / "recipe.json").write_text(json.dumps({**r, "vocab_size": sp.get_piece_size()}))
-    decode = r["best_metric"] in ("bleu", "chrf")
-    step = tokens = 0
-    best, best_step = None, None
-    started = time.monotonic()
+    clock = Clock(str(out / "stats.json"), args.minutes)
+    step = 0
 
-    def validate() -> None:
-        nonlocal best, best_step
-        model.eval()
-        with torch.no_grad():
-            if decode:
-                hyps = translate(model, sp, valid_src, 1, device)
-                metric = BLEU() if r["best_metric"] == "bleu" else CHRF()
-                value = metric.corpus_score(hyps, [valid_ref]).score
-            else:  # perplexity by teacher forcing (lower is better: negated)
-                nll = count = 0.0
-                for s, t in zip(sp.encode(valid_src), sp.encode(valid_ref)):
-                    logits = model(pad([s], [], [EOS]).to(device), pad([t], [BOS], []).to(device))
-                    gold = pad([t], [], [EOS]).to(device)
-                    nll += float(nn.functional.cross_entropy(logits[0], gold[0], reduction="sum"))
-                    count += gold.numel()
-                value = -math.exp(nll / count)
-        model.train()
-        print(f"validation at step {step}: {r['best_metric']} {abs(value):.4g}", flush=True)
-        if best is None or value > best:
-            best, best_step = value, step
-            torch.save(model.state_dict(), out / "best.pt")
+    def checkpoint() -> None:
+        name = f"step-{step}.pt"
+        torch.save(model.state_dict(), out / "checkpoints" / name)
+        clock.checkpoint(name, step)
+        ppl = perplexity(model, sp, valid_src, valid_ref, device)
+        print(f"validation at step {step}: ppl {ppl:.4g}", flush=True)
 
     done = False
     while not done:
         for ids in batches(pairs, r["max_tokens"], rng):
+            clock.update_started()
             src = pad([pairs[i][0] for i in ids], [], [EOS]).to(device)
             tgt = [pairs[i][1] for i in ids]
             tgt_in, tgt_out = pad(tgt, [BOS], []).to(device), pad(tgt, [], [EOS]).to(device)
@@ -183,35 +181,40 @@ def train(args) -> None:
                 group["lr"] = lr
             opt.step()
             opt.zero_grad(set_to_none=True)
-            tokens += n
+            clock.update_done(n, step)
             if step % 100 == 0:
                 print(f"step {step} loss {float(loss) / n:.4f} lr {lr:.3e}", flush=True)
-            over = time.monotonic() - started >= 60 * args.minutes
-            if step % r["valid_every"] == 0 or over:
-                validate()
-            if over:
-                done = True
+            done = clock.over()
+            if step % r["valid_every"] == 0 or done:
+                checkpoint()
+            if done:
                 break
-    stats = {
-        "updates": step,
-        "tokens": tokens,
-        "best_update": best_step,
-        "train_time": time.monotonic() - started,
-    }
-    (out / "stats.json").write_text(json.dumps(stats))
+    clock.write()
+
+
+def load(out: Path, checkpoint: str, device) -> Seq2Seq:
+    r = json.loads((out / "recipe.json").read_text())
+    model = build(r, r["vocab_size"]).to(device)
+    path = out / "checkpoints" / checkpoint
+    model.load_state_dict(torch.load(path, map_location=device, weights_only=True))
+    return model.eval()
 
 
 def decode(args) -> None:
     out = Path(args.out)
-    r = json.loads((out / "recipe.json").read_text())
     sp = spm.SentencePieceProcessor(model_file=args.spm)
     device = torch.device(args.device)
-    model = build(r, r["vocab_size"]).to(device)
-    model.load_state_dict(torch.load(out / "best.pt", map_location=device, weights_only=True))
-    model.eval()
+    model = load(out, args.checkpoint, device)
     lines = Path(args.input).read_text(encoding="utf-8").splitlines()
-    hyps = translate(model, sp, lines, args.beam, device)
+    hyps = translate(model, sp, lines, args.beam, args.len_a, args.len_b, device)
     Path(args.output).write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+
+
+def average(args) -> None:
+    """The mean of the weights of ``--inputs`` (state dicts), as Sockeye and fairseq do."""
+    states = [torch.load(p, map_location="cpu", weights_only=True) for p in args.inputs]
+    mean = {k: sum(s[k].float() for s in states) / len(states) for k in states[0]}
+    torch.save(mean, args.output)
 
 
 def main() -> None:
@@ -228,12 +231,18 @@ def main() -> None:
     d = sub.add_parser("decode")
     d.add_argument("--out", required=True)
     d.add_argument("--spm", required=True)
+    d.add_argument("--checkpoint", required=True, help="a file name in OUT/checkpoints")
     d.add_argument("--beam", type=int, default=4)
+    d.add_argument("--len-a", type=float, default=1.5)
+    d.add_argument("--len-b", type=int, default=10)
     d.add_argument("--input", required=True)
     d.add_argument("--output", required=True)
     d.add_argument("--device", default="cpu")
+    a = sub.add_parser("average")
+    a.add_argument("--inputs", nargs="+", required=True)
+    a.add_argument("--output", required=True)
     args = p.parse_args()
-    train(args) if args.command == "train" else decode(args)
+    {"train": train, "decode": decode, "average": average}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,42 @@
+"""Run ``adl train`` (the command line, in-process) with the benchmark's record of each
+checkpoint (``peerclock.py``): the update, the seconds since the first update started, and
+the target tokens trained on. ADL stops itself (``train.max_minutes``, whose clock starts
+just before the first update); nothing of its training is changed.
+
+    python adl_train.py --peer-stats FILE [adl train options]
+"""
+
+import sys
+
+from peerclock import Clock, take
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    clock = Clock(take(args, "--peer-stats"))
+
+    from adl.cli import main as adl
+    from adl.runtime.train import Trainer
+
+    update, checkpoint = Trainer._update, Trainer._checkpoint
+
+    def timed_update(self, batches):
+        clock.update_started()
+        result = update(self, batches)
+        if result["ok"]:
+            clock.update_done(result["tokens"], self.step)
+        return result
+
+    def recorded_checkpoint(self, validate):
+        stop = checkpoint(self, validate)
+        if validate:  # not on an interruption
+            clock.checkpoint(str(self.step), self.step)
+        return stop
+
+    Trainer._update = timed_update
+    Trainer._checkpoint = recorded_checkpoint
+    return clock.run(lambda: adl(["train", *args]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""Running the benchmark's jobs: one system, one seed, one recipe, in its own folder.
+
+A job trains (on the clock), chooses its model on the validation sample
+(``selection.py``, after the clock), translates the test set with it (unless it is a
+recipe search's job) and writes ``result.json`` last. A job whose folder holds a
+``result.json`` is finished and never run again, so a stopped benchmark restarts where it
+stopped; an unfinished job's folder is emptied and the job run again from its start.
+
+Jobs run in rounds: the jobs of a round start together (one process each, ``threads``
+threads), and the next round starts when all of them are done.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .base import Step, System, TrainStats
+from .selection import Selection, adl_selection, peer_selection
+from .table import Score, score
+
+RESULT = "result.json"
+
+
+@dataclass
+class Job:
+    system: System
+    seed: int
+    group: str  # the round's name: the systems that trained at the same time
+    minutes: float
+    beams: list[int] = field(default_factory=list)  # test searches ([]: validation only)
+    settings: dict[str, float] = field(default_factory=dict)  # a recipe search's cell
+    keep_checkpoints: bool = False  # else only the chosen model's file stays (peers)
+
+    @property
+    def out(self) -> Path:
+        return self.system.out
+
+    def finished(self) -> bool:
+        return (self.out / RESULT).is_file()
+
+    def result(self) -> dict:
+        return json.loads((self.out / RESULT).read_text(encoding="utf-8"))
+
+
+def run_step(step: Step, log: Path, threads: int) -> tuple[float, str]:
+    """Run one command (logged); returns (seconds, error or '')."""
+    env = {**os.environ, **step.env}
+    env.update({k: str(threads) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")})
+    env["PYTHONUNBUFFERED"] = "1"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with open(log, "w", encoding="utf-8") as out:
+        out.write("$ " + shlex.join(step.argv) + "\n")
+        out.flush()
+        proc = subprocess.Popen(
+            step.argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        try:
+            code = proc.wait(timeout=step.timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            return time.monotonic() - started, f"stopped after {step.timeout:.0f} s"
+    took = time.monotonic() - started
+    return took, "" if code == 0 else f"exit {code} (see {log})"
+
+
+def execute(job: Job, threads: int, beside: list[str]) -> dict:
+    """Run ``job`` from its start; returns its result (also written to ``result.json``)."""
+    s = job.system
+    if job.out.exists():
+        shutil.rmtree(job.out)
+    job.out.mkdir(parents=True)
+    record: dict = {
+        "system": s.name,
+        "label": s.label,
+        "seed": job.seed,
+        "group": job.group,
+        "beside": beside,
+        "settings": job.settings,
+        "recipe": s.recipe.to_dict(),
+        "seconds": {},
+    }
+
+    def run(step: Step) -> str:
+        seconds, error = run_step(step, job.out / "logs" / f"{step.name}.log", threads)
+        record["seconds"][step.name] = round(seconds, 1)
+        return error
+
+    for step in s.prepare():
+        error = run(step)
+        if error:
+            raise RuntimeError(f"{step.name}: {error}")
+    train = s.train(job.minutes)
+    train.timeout = 60 * job.minutes + max(900.0, 30 * job.minutes)  # the final validation
+    error = run(train)
+    if error:  # a run stopped by the timeout still leaves its checkpoints
+        record["train_error"] = error
+    stats = s.stats()
+    record.update(updates=stats.updates, tokens=stats.tokens, train_seconds=stats.seconds)
+    selection = choose(s, stats, run)
+    record["selection"] = selection.to_dict()
+    record["scores"] = {}
+    for beam in job.beams:
+        record["scores"][str(beam)] = asdict(test(s, selection, beam, run))
+    if not job.keep_checkpoints and not s.chooses_itself:
+        prune(s, stats, selection)
+    tmp = job.out / (RESULT + ".tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(job.out / RESULT)
+    return record
+
+
+def choose(system: System, stats: TrainStats, run) -> Selection:
+    if system.chooses_itself:
+        return adl_selection(system.out / "run", stats, system.recipe.best_metric)
+    return peer_selection(system, stats, run)
+
+
+def hyp_file(folder: Path, beam: int) -> Path:
+    """The detokenised test translations of a job's folder (one line each; left out: empty)."""
+    return Path(folder) / f"test.beam{beam}.txt"
+
+
+def test(system: System, selection: Selection, beam: int, run) -> Score:
+    """Translate the test set with the chosen model; score it."""
+    out = system.out / f"test.beam{beam}.out"
+    step = system.translate(selection.model, beam, "test", out)
+    started = time.monotonic()
+    error = run(step)
+    if error:
+        raise RuntimeError(f"{step.name}: {error}")
+    seconds = time.monotonic() - started
+    refs = system.data.raw["test"][1].read_text(encoding="utf-8").splitlines()
+    hyps = system.hypotheses(out, "test")
+    hyps = hyps + [None] * (len(refs) - len(hyps))
+    hyp_file(system.out, beam).write_text("".join((h or "") + "\n" for h in hyps), encoding="utf-8")
+    return score(hyps, refs, round(seconds, 1))
+
+
+def prune(system: System, stats: TrainStats, selection: Selection) -> None:
+    """Delete a peer's checkpoint and average files except the chosen model's."""
+    names = [c.name for c in stats.checkpoints]
+    names += [f"average-{len(a.updates)}.pt" for a in selection.averages]
+    for name in names:
+        path = system.checkpoint_path(name)
+        if name != selection.model and path.is_file():
+            path.unlink()
+
+
+def run_rounds(rounds: list[list[Job]], threads: int, say=print) -> list[dict]:
+    """Run the unfinished jobs of each round at the same time; the results of all jobs
+    (finished ones read back; a failed job gives ``{"failed": why, ...}``)."""
+    results: list[dict] = []
+    for i, jobs in enumerate(rounds, 1):
+        todo = [j for j in jobs if not j.finished()]
+        names = ", ".join(f"{j.system.label} (seed {j.seed})" for j in jobs)
+        if not todo:
+            say(f"round {i}/{len(rounds)}: {names}: finished earlier")
+        else:
+            say(
+                f"round {i}/{len(rounds)}: {names}"
+                + (" (resumed)" if len(todo) < len(jobs) else "")
+            )
+        found: dict[int, dict] = {}
+        workers = []
+        for k, job in enumerate(jobs):
+            if job in todo:
+                beside = [j.system.name for j in todo if j is not job]
+                t = threading.Thread(target=_work, args=(job, threads, beside, found, k))
+                t.start()
+                workers.append(t)
+        for t in workers:
+            t.join()
+        for k, job in enumerate(jobs):
+            result = found.get(k) or job.result()
+            result["folder"] = str(job.out)  # where its translations are (not stored)
+            if result.get("failed"):
+                say(f"  {job.system.label}, seed {job.seed}: failed: {result['failed']}")
+            results.append(result)
+    return results
+
+
+def _work(job: Job, threads: int, beside: list[str], found: dict[int, dict], k: int) -> None:
+    """One job in its thread: ``found[k]`` is its result, or its failure."""
+    try:
+        found[k] = execute(job, threads, beside)
+    except Exception as exc:  # one job's failure is reported, the others go on
+        found[k] = failed(job, str(exc))
+
+
+def failed(job: Job, why: str) -> dict:
+    s = job.system
+    return {
+        "system": s.name,
+        "label": s.label,
+        "seed": job.seed,
+        "group": job.group,
+        "settings": job.settings,
+        "failed": why,
+    }

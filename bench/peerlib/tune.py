@@ -1,0 +1,104 @@
+"""The recipe search: the same small grid for every system on a tuning corpus' validation set.
+
+Each cell of the grid (e.g. dropout {0, 0.1, 0.3} x peak learning rate {1e-3, 2e-3}) is
+trained by every system for the same minutes and seeds; a run's score is the validation
+score its chosen model had (``selection.py``: greedy, the validation sample, the recipe's
+metric), so no test set is translated. Each system keeps the cell with its highest mean
+score (the first such cell in grid order on a tie). The choice goes to a recipes file that a
+benchmark run on other corpora reads (``--recipes``): the test corpora never see the search.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from .recipe import TUNABLE
+from .stats import spread
+
+DEFAULT_GRID = {"dropout": [0.0, 0.1, 0.3], "lr": [1e-3, 2e-3]}
+
+
+def parse_grid(items: list[str]) -> dict[str, list[float]]:
+    """``["dropout=0,0.1,0.3", "lr=1e-3,2e-3"]`` -> {"dropout": [...], "lr": [...]}."""
+    grid: dict[str, list[float]] = {}
+    for item in items:
+        name, _, values = item.partition("=")
+        if name not in TUNABLE:
+            raise ValueError(f"--grid {item}: the recipe search changes {', '.join(TUNABLE)}")
+        try:
+            grid[name] = [float(v) for v in values.split(",") if v]
+        except ValueError:
+            raise ValueError(f"--grid {item}: expected NAME=NUMBER,NUMBER,...") from None
+        if not grid[name]:
+            raise ValueError(f"--grid {item}: no values")
+    return grid
+
+
+def cells(grid: dict[str, list[float]]) -> list[dict[str, float]]:
+    """Every combination, in grid order (the first name varies slowest)."""
+    names = list(grid)
+    return [dict(zip(names, values)) for values in itertools.product(*grid.values())]
+
+
+def cell_name(cell: dict[str, float]) -> str:
+    return ",".join(f"{k}={v:g}" for k, v in cell.items())
+
+
+def choose(results: list[dict], grid: dict[str, list[float]]) -> dict[str, dict]:
+    """system -> {"settings": best cell, "score": its mean, "cells": every cell's scores}."""
+    scores: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in results:
+        if not r.get("failed"):
+            scores[r["system"]][cell_name(r["settings"])].append(r["selection"]["value"])
+    chosen = {}
+    for system, found in scores.items():
+        table: list[dict[str, Any]] = []
+        for cell in cells(grid):
+            values = found.get(cell_name(cell))
+            if values:
+                s = spread(values)
+                table.append({"settings": cell, "scores": values, "mean": s.mean, "std": s.std})
+        best = max(table, key=lambda c: c["mean"])  # max keeps the first of equals
+        chosen[system] = {"settings": best["settings"], "score": best["mean"], "cells": table}
+    return chosen
+
+
+def write(path: Path, chosen: dict[str, dict], about: dict) -> None:
+    """The recipes file: what was searched, on what, and each system's choice."""
+    record = {**about, "systems": chosen}
+    Path(path).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+
+
+def read(path: Path) -> dict[str, dict[str, float]]:
+    """system -> its chosen settings, from a recipes file."""
+    record = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {name: dict(found["settings"]) for name, found in record["systems"].items()}
+
+
+def markdown(chosen: dict[str, dict], labels: dict[str, str], metric: str) -> list[str]:
+    """One line per cell, one column per system: mean ± std of the validation score."""
+    systems = list(chosen)
+    head = ["cell", *(labels.get(s, s) for s in systems)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    names = list(
+        dict.fromkeys(cell_name(c["settings"]) for s in systems for c in chosen[s]["cells"])
+    )
+    for name in names:
+        row = [name]
+        for s in systems:
+            found = [c for c in chosen[s]["cells"] if cell_name(c["settings"]) == name]
+            if not found:
+                row.append("–")
+                continue
+            c = found[0]
+            text = f"{c['mean']:.2f}" + (f" ± {c['std']:.2f}" if c["std"] is not None else "")
+            mark = " **(chosen)**" if c["settings"] == chosen[s]["settings"] else ""
+            row.append(text + mark)
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+    lines.append(f"validation {metric} of each run's chosen model (greedy, the validation sample)")
+    return lines

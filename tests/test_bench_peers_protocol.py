@@ -1,0 +1,408 @@
+"""The peer benchmark's protocol without any peer toolkit: the choice of the tested model
+(best checkpoint, or an average that scores higher), resumable jobs, mean ± std, the paired
+test and its tie rule, the recipe search, the report, the launchers' clock and length rule."""
+
+import json
+import sys
+import types
+
+import pytest
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "peerlib" / "launch"))
+
+from peerlib import recipe as recipe_mod  # noqa: E402
+from peerlib import report, runs, selection, stats, tune  # noqa: E402
+from peerlib.base import Data, Step, System, read_lines  # noqa: E402
+from sacrebleu.metrics import BLEU  # noqa: E402
+
+REFS = [f"sentence number {w} is here today" for w in "one two three four five six seven".split()]
+
+# a fake run: stats.json with three checkpoints, and a line in calls.txt per training
+TRAIN = """
+import json, sys
+stats, calls = sys.argv[1], sys.argv[2]
+points = [{"update": u, "seconds": u / 10, "tokens": 100 * u, "name": n}
+          for n, u in {"c1": 10, "c2": 20, "c3": 30}.items()]
+json.dump({"updates": 30, "tokens": 3000, "seconds": 3.0, "checkpoints": points},
+          open(stats, "w"))
+open(calls, "a").write("trained\\n")
+"""
+# a fake translation: the first K references right, the others wrong
+TRANSLATE = """
+import sys
+refs, out, k = sys.argv[1], sys.argv[2], int(sys.argv[3])
+lines = open(refs).read().splitlines()
+open(out, "w").write("".join((x if i < k else "nothing") + "\\n" for i, x in enumerate(lines)))
+"""
+
+
+class Fake(System):
+    """A system whose models translate the first ``quality[model]`` sentences right."""
+
+    name, label = "fake", "Fake"
+    quality: dict[str, int] = {}
+    calls = None
+
+    def train(self, minutes):
+        return Step("train", [sys.executable, "-c", TRAIN, str(self.stats_file), str(self.calls)])
+
+    def translate(self, model, beam, split, output):
+        refs = str(self.data.raw[split][1])
+        argv = [sys.executable, "-c", TRANSLATE, refs, str(output), str(self.quality[model])]
+        return Step("greedy" if beam == 1 else "beam", argv)
+
+    def average(self, models, output):
+        return Step(f"average-{len(models)}", [sys.executable, "-c", "pass"])
+
+    def checkpoint_path(self, name):
+        return self.out / name
+
+
+@pytest.fixture
+def data(tmp_path):
+    d = tmp_path / "data"
+    d.mkdir()
+    raw = {}
+    for split in ("sample", "test"):
+        raw[split] = (d / f"{split}.src", d / f"{split}.tgt")
+        for path in raw[split]:
+            path.write_text("".join(r + "\n" for r in REFS))
+    counts = {"sample": len(REFS), "test": len(REFS)}
+    return Data(d, d / "joint.model", raw, raw, counts)
+
+
+@pytest.fixture
+def recipe():
+    return recipe_mod.load("small_cpu", root=str(ROOT))
+
+
+def fake(recipe, data, out, quality, calls):
+    system = Fake(recipe, data, out, sys.executable, "cpu")
+    system.quality, system.calls = quality, calls
+    return system
+
+
+def choose(recipe, data, tmp_path, quality):
+    system = fake(recipe, data, tmp_path / "run", quality, tmp_path / "calls.txt")
+    system.out.mkdir()
+    run = lambda step: runs.run_step(step, system.out / "logs" / f"{step.name}.log", 1)[1]
+    assert run(system.train(1)) == ""
+    return selection.peer_selection(system, system.stats(), run)
+
+
+def bleu(k):
+    hyps = [r if i < k else "nothing" for i, r in enumerate(REFS)]
+    return BLEU().corpus_score(hyps, [REFS]).score
+
+
+def test_an_average_is_tested_when_it_scores_higher(recipe, data, tmp_path):
+    quality = {"c1": 3, "c2": 5, "c3": 4, "average-2.pt": 4, "average-3.pt": 6}
+    found = choose(recipe, data, tmp_path, quality)
+    assert [p.update for p in found.points] == [10, 20, 30]
+    assert [p.bleu for p in found.points] == [bleu(3), bleu(5), bleu(4)]
+    assert [p.seconds for p in found.points] == [1.0, 2.0, 3.0]
+    assert [a.updates for a in found.averages] == [[20, 30], [10, 20, 30]]  # the last 2, 3
+    assert found.model == "average-3.pt" and found.averaged == [10, 20, 30]
+    assert found.describe() == "avg 10–30" and found.value == bleu(6)
+
+
+def test_the_best_checkpoint_stays_unless_an_average_beats_it(recipe, data, tmp_path):
+    quality = {"c1": 5, "c2": 5, "c3": 4, "average-2.pt": 5, "average-3.pt": 5}
+    found = choose(recipe, data, tmp_path, quality)
+    assert found.model == "c1" and found.update == 10  # the first of equals; a tie keeps it
+    assert found.averaged == [] and found.describe() == "10"
+
+
+def test_a_finished_job_is_not_run_again(recipe, data, tmp_path):
+    calls = tmp_path / "calls.txt"
+    quality = {"c1": 3, "c2": 5, "c3": 4, "average-2.pt": 4, "average-3.pt": 6}
+    jobs = [
+        runs.Job(fake(recipe, data, tmp_path / "a", quality, calls), 1, "a+b", 1, [1, 4]),
+        runs.Job(fake(recipe, data, tmp_path / "b", quality, calls), 1, "a+b", 1, [1]),
+    ]
+    first = runs.run_rounds([jobs], 1, say=lambda _: None)
+    assert len(read_lines(calls)) == 2 and all(j.finished() for j in jobs)
+    assert first[0]["beside"] == ["fake"] and set(first[0]["scores"]) == {"1", "4"}
+    assert first[0]["scores"]["4"]["bleu"] == pytest.approx(bleu(6))  # the average's test
+    assert read_lines(runs.hyp_file(jobs[0].out, 4))[6] == "nothing"
+    again = runs.run_rounds([jobs], 1, say=lambda _: None)
+    assert len(read_lines(calls)) == 2  # nothing trained again
+    assert [r["scores"] for r in again] == [r["scores"] for r in first]
+    (jobs[1].out / runs.RESULT).unlink()  # a job stopped before its end
+    (jobs[1].out / "leftover").write_text("x")
+    runs.run_rounds([jobs], 1, say=lambda _: None)
+    assert len(read_lines(calls)) == 3  # only that one trained again, from its start
+    assert not (jobs[1].out / "leftover").exists() and jobs[1].finished()
+
+
+def test_a_failed_job_is_reported_and_run_again_later(recipe, data, tmp_path):
+    job = runs.Job(fake(recipe, data, tmp_path / "a", {}, tmp_path / "calls.txt"), 2, "a", 1, [])
+    job.system.train = lambda minutes: Step("train", [sys.executable, "-c", "exit(3)"])
+    said = []
+    (result,) = runs.run_rounds([[job]], 1, say=said.append)
+    assert "failed" in result and not job.finished()
+    assert any("failed" in s for s in said)
+
+
+def test_mean_and_std_over_seeds():
+    s = stats.spread([20.0, 22.0, 24.0])
+    assert (s.mean, s.std, s.n) == (22.0, 2.0, 3)  # the sample standard deviation
+    assert s.text() == "22.00 ± 2.00"
+    one = stats.spread([17.5])
+    assert one.std is None and one.text() == "17.50"
+
+
+def test_a_lead_inside_the_noise_is_a_tie():
+    assert stats.verdict(30.0, 29.0, 0.2) == "tie"
+    assert stats.verdict(30.0, 29.0, 0.05) == "tie"  # p >= 0.05
+    assert stats.verdict(30.0, 29.0, 0.049) == "ADL ahead"
+    assert stats.verdict(29.0, 30.0, 0.001) == "peer ahead"
+    assert stats.verdict(30.0, 30.0, 0.001) == "tie"
+
+
+def test_the_paired_test_runs_on_the_seeds_concatenated_outputs():
+    good = lambda k: [r if i < k else "nothing" for i, r in enumerate(REFS)]
+    ours = {1: good(7), 2: good(6), 3: good(7)}
+    theirs = {1: good(1), 2: good(2), 4: good(7)}  # seeds 1 and 2 in common
+    pair = stats.compare("peer", 4, ours, theirs, REFS, samples=200)
+    assert pair.seeds == [1, 2]
+    concat = lambda outs: BLEU().corpus_score(outs[1] + outs[2], [REFS * 2]).score
+    assert pair.bleu == pytest.approx((concat(ours), concat(theirs)))
+    assert pair.bleu_p <= 1 / 201 + 1e-9 and pair.bleu_verdict == "ADL ahead"
+    assert "paired bootstrap" in pair.test
+    same = stats.compare("peer", 4, ours, ours, REFS, samples=200)
+    assert same.bleu_p == 1.0 and same.bleu_verdict == "tie" and same.chrf_verdict == "tie"
+
+
+def result(system, seed, group, folder, k):
+    """A finished job's result whose test translations get the first k sentences right."""
+    folder.mkdir(parents=True)
+    hyps = [r if i < k else "nothing" for i, r in enumerate(REFS)]
+    runs.hyp_file(folder, 1).write_text("".join(h + "\n" for h in hyps))
+    score = {"bleu": bleu(k), "chrf": 50.0 + k, "bp": 1.0, "ratio": 1.0, "left_out": []}
+    label = {"adl": "ADL", "sockeye": "Sockeye", "fairseq": "fairseq"}[system]
+    return {
+        "system": system,
+        "label": label,
+        "seed": seed,
+        "group": group,
+        "folder": str(folder),
+        "scores": {"1": score},
+    }
+
+
+def test_each_peer_is_compared_with_the_adl_runs_beside_it(tmp_path):
+    found = []
+    for seed in (1, 2):
+        for group, peer, ours, theirs in (
+            ("adl+sockeye", "sockeye", 7, 2),
+            ("adl+fairseq", "fairseq", 3, 3),
+        ):
+            where = tmp_path / group / str(seed)
+            found.append(result("adl", seed, group, where / "adl", ours))
+            found.append(result(peer, seed, group, where / peer, theirs))
+    report.keys(found)
+    assert {r["key"] for r in found} == {"adl@sockeye", "adl@fairseq", "sockeye", "fairseq"}
+    assert report.labels(found)["adl@sockeye"] == "ADL (beside Sockeye)"
+    spreads = report.spreads(found, [1])
+    assert spreads["adl@sockeye"]["bleu-1"].mean == pytest.approx(bleu(7))
+    assert spreads["fairseq"]["chrf-1"].n == 2
+    pairs = {p.peer: p for p in report.pairs(found, [1], REFS)}
+    assert pairs["sockeye"].bleu_verdict == "ADL ahead" and pairs["sockeye"].seeds == [1, 2]
+    assert pairs["fairseq"].bleu_verdict == "tie"  # the same outputs as its ADL runs
+    one = [r for r in found if r["group"] == "adl+sockeye"]
+    report.keys(one)
+    assert {r["key"] for r in one} == {"adl", "sockeye"}
+    alone = [  # one slot: ADL in a round of its own, then each peer
+        result("adl", 1, "adl", tmp_path / "alone" / "adl", 7),
+        result("sockeye", 1, "sockeye", tmp_path / "alone" / "sockeye", 7),
+    ]
+    report.keys(alone)
+    (pair,) = report.pairs(alone, [1], REFS)
+    assert pair.peer == "sockeye" and pair.bleu_verdict == "tie"
+
+
+def test_the_recipe_search_grid_and_choice(tmp_path):
+    grid = tune.parse_grid(["dropout=0,0.1,0.3", "lr=1e-3,2e-3"])
+    assert grid == {"dropout": [0.0, 0.1, 0.3], "lr": [0.001, 0.002]}
+    cells = tune.cells(grid)
+    assert len(cells) == 6 and cells[:2] == [
+        {"dropout": 0.0, "lr": 0.001},
+        {"dropout": 0.0, "lr": 0.002},
+    ]
+    with pytest.raises(ValueError, match="changes"):
+        tune.parse_grid(["heads=2,4"])
+    run = lambda system, cell, value: {
+        "system": system,
+        "settings": cell,
+        "selection": {"value": value},
+    }
+    results = [
+        run("adl", cells[0], 10.0),
+        run("adl", cells[0], 12.0),  # mean 11
+        run("adl", cells[1], 11.0),
+        run("adl", cells[1], 11.0),  # mean 11: the later tie
+        run("adl", cells[2], 9.0),
+        run("sockeye", cells[3], 8.0),
+        run("sockeye", cells[4], 9.5),
+        {"system": "sockeye", "settings": cells[5], "failed": "exit 1"},
+    ]
+    chosen = tune.choose(results, grid)
+    assert chosen["adl"]["settings"] == cells[0] and chosen["adl"]["score"] == 11.0
+    assert chosen["sockeye"]["settings"] == cells[4]
+    assert [c["settings"] for c in chosen["sockeye"]["cells"]] == [cells[3], cells[4]]
+    path = tmp_path / "recipes.json"
+    tune.write(path, chosen, {"corpus": "bible"})
+    assert tune.read(path) == {"adl": cells[0], "sockeye": cells[4]}
+    assert json.loads(path.read_text())["corpus"] == "bible"
+    md = "\n".join(tune.markdown(chosen, {"adl": "ADL"}, "bleu"))
+    assert "| dropout=0,lr=0.001 | 11.00 ± 1.41 **(chosen)** | – |" in md
+
+
+def test_the_clock_starts_at_the_first_update(tmp_path, monkeypatch):
+    import peerclock
+
+    now = [100.0]
+    monkeypatch.setattr(peerclock.time, "monotonic", lambda: now[0])
+    clock = peerclock.Clock(str(tmp_path / "stats.json"), minutes=0.05)  # 3 s
+    assert not clock.over()  # not before the first update
+    now[0] = 250.0
+    clock.update_started()
+    now[0] = 251.5
+    clock.update_done(120, 1)
+    clock.checkpoint("c1", 1)
+    assert not clock.over()
+    clock.update_started()  # the clock keeps its start
+    now[0] = 253.0
+    clock.update_done(80, 2)
+    assert clock.over()
+    clock.checkpoint("c2", 2)
+    found = json.loads((tmp_path / "stats.json").read_text())
+    assert found == {
+        "updates": 2,
+        "tokens": 200,
+        "seconds": 3.0,
+        "checkpoints": [
+            {"update": 1, "seconds": 1.5, "tokens": 120, "name": "c1"},
+            {"update": 2, "seconds": 3.0, "tokens": 200, "name": "c2"},
+        ],
+    }
+
+
+def test_a_stopped_run_leaves_its_record(tmp_path):
+    import peerclock
+
+    clock = peerclock.Clock(str(tmp_path / "stats.json"))
+
+    def training():
+        clock.update_started()
+        clock.update_done(10, 1)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        clock.run(training)
+    found = json.loads((tmp_path / "stats.json").read_text())
+    assert (found["updates"], found["tokens"], found["checkpoints"]) == (1, 10, [])
+    assert clock.run(lambda: 7) == 7
+
+
+def test_sockeye_translations_get_adls_length_limit(monkeypatch):
+    """The launcher's length rule and parameter file, with a stand-in for Sockeye."""
+    import sockeye_translate
+
+    seen = {}
+    inference = types.SimpleNamespace(get_max_input_output_length=lambda *a, **k: (301, None))
+
+    class Model:
+        def load_parameters(self, filename, *a, **k):
+            seen["params"] = filename
+
+    def main():
+        seen["argv"] = list(sys.argv)
+        Model().load_parameters("model/params.best")
+
+    fake = types.ModuleType("sockeye")
+    fake.inference = inference
+    fake.model = types.SimpleNamespace(SockeyeModel=Model)
+    fake.translate = types.SimpleNamespace(main=main)
+    monkeypatch.setitem(sys.modules, "sockeye", fake)
+    argv = ["x", "--peer-len-a", "1.5", "--peer-len-b", "10", "--peer-params", "m/avg.pt"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--models", "m", "--beam-size", "4"])
+    sockeye_translate.main()
+    assert seen == {"argv": ["x", "--models", "m", "--beam-size", "4"], "params": "m/avg.pt"}
+    max_input, max_output = inference.get_max_input_output_length()
+    assert max_input == 301
+    # Sockeye counts the source with eos and forces eos at the returned length: pieces at
+    # most int(1.5 x pieces + 10), as ADL's search
+    for pieces in (1, 2, 7, 40):
+        assert max_output(pieces + 1) - 1 == int(1.5 * pieces + 10)
+
+
+def test_fairseq_checkpoints_are_averaged_weight_by_weight(tmp_path):
+    import subprocess
+
+    import torch
+
+    a = {"model": {"w": torch.tensor([1.0, 2.0]), "n": torch.tensor([3])}, "cfg": {"x": 1}}
+    b = {"model": {"w": torch.tensor([3.0, 6.0]), "n": torch.tensor([5])}, "cfg": {"x": 2}}
+    torch.save(a, tmp_path / "a.pt")
+    torch.save(b, tmp_path / "b.pt")
+    script = ROOT / "bench" / "peerlib" / "launch" / "fairseq_average.py"
+    argv = [sys.executable, str(script), "--inputs", str(tmp_path / "a.pt"), str(tmp_path / "b.pt")]
+    subprocess.run([*argv, "--output", str(tmp_path / "avg.pt")], check=True)
+    avg = torch.load(tmp_path / "avg.pt", weights_only=False)
+    assert torch.equal(avg["model"]["w"], torch.tensor([2.0, 4.0]))
+    assert torch.equal(avg["model"]["n"], torch.tensor([5])) and avg["cfg"] == {"x": 2}
+
+
+def test_the_curves_picture(tmp_path):
+    from matplotlib.image import imread
+    from peerlib import curves
+
+    series = [
+        curves.Series("ADL", 1, [60, 120], [1e5, 2e5], [5.0, 9.0], [30.0, 38.0]),
+        curves.Series("ADL", 2, [60, 120], [1e5, 2e5], [4.0, 8.0], [29.0, 37.0]),
+        curves.Series("fairseq 0.12.3", 1, [70, 130], [9e4, 1.9e5], [3.0, 7.0], [28.0, 35.0]),
+    ]
+    out = curves.draw(series, tmp_path / "curves.png", "Peers on test")
+    assert imread(out).shape[:2] == (750, 1100)
+    with pytest.raises(ValueError):
+        curves.draw([], tmp_path / "none.png", "")
+
+
+def test_the_tables():
+    from peerlib import table
+
+    score = {"bleu": 20.5, "chrf": 45.25, "bp": 0.9, "ratio": 0.95, "left_out": [4, 9]}
+    run = {
+        "system": "adl",
+        "label": "ADL",
+        "key": "adl",
+        "seed": 1,
+        "beside": ["sockeye"],
+        "updates": 1200,
+        "tokens": 2_345_678,
+        "train_seconds": 900.2,
+        "selection": {"chosen": "avg 800–1,200"},
+        "scores": {"4": score},
+        "train_error": "stopped after 1800 s",
+    }
+    failed = {"system": "sockeye", "label": "Sockeye", "seed": 1, "failed": "exit 1"}
+    lines = table.runs_table([run, failed], {"adl": "ADL"}, [1, 4])
+    assert lines[0].startswith("| system | seed | beside | updates | target tokens |")
+    assert lines[2] == (
+        "| ADL | 1 | sockeye | 1,200 | 2,345,678 | 900 s | avg 800–1,200 | – | – "
+        "| 20.50 / 45.25 | 0.900 / 0.950 | 2 (lines 5, 10); training: stopped after 1800 s |"
+    )
+    assert lines[3].endswith("| failed: exit 1 |") and lines[3].count("|") == lines[2].count("|")
+    spreads = {"adl": {"bleu-4": stats.spread([20.0, 22.0]), "chrf-4": stats.spread([40.0, 44.0])}}
+    summary = table.summary_table(spreads, {"adl": "ADL"}, [4])
+    assert summary[2] == "| ADL | 2 | 21.00 ± 1.41 | 42.00 ± 2.83 |"
+    pair = stats.Pair("sockeye", 4, [1, 2], (21.0, 20.0), (42.0, 43.0), 0.2, 0.01, "bs")
+    (line,) = table.pairs_table([pair], {"sockeye": "Sockeye"})[2:]
+    assert line == (
+        "| Sockeye | beam 4 | 1, 2 | 21.00 / 20.00 | 0.2000 | tie "
+        "| 42.00 / 43.00 | 0.0100 | peer ahead |"
+    )
