@@ -361,7 +361,7 @@ def measure(
     candidates: Sequence[Candidate],
     baseline: str,
     workload: Workload = Workload(),
-    say: Callable[[str], None] | None = None,
+    say: Callable[[str], object] | None = None,
 ) -> CostTable:
     """Every candidate's figures at every length, against ``baseline`` (one of them), the
     candidates taking turns ``workload.rounds`` times in a rotating order."""

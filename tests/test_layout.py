@@ -48,10 +48,12 @@ def test_nothing_outside_the_cli_imports_the_cli():
 
 
 def test_the_language_core_never_imports_the_runtime():
-    """Only ``adl.load_model`` reaches the runtime, from inside the function (on first use)."""
+    """Only ``adl.load_model`` reaches the runtime, from inside the function (on first use);
+    the tools over the language (the CLI, the language server, which reads presets and sweep
+    specs) sit above both."""
     doors = []
     for path in (ROOT / "adl").rglob("*.py"):
-        if path.is_relative_to(ROOT / "adl" / "cli"):
+        if path.is_relative_to(ROOT / "adl" / "cli") or path.is_relative_to(ROOT / "adl" / "lsp"):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for function in ast.walk(tree):

@@ -5,6 +5,8 @@ adl sweep you2020                                a bundled spec (runtime/sweeps/
 adl sweep SPEC.yaml --check                      check the spec, say what would run
 adl sweep SPEC.yaml --status  (or a sweep folder)  which runs are done, running, failed, why
 adl sweep SPEC.yaml --executor slurm --slurm partition=dev --slurm gpus_per_node=1
+adl sweep report SPEC [--results DIR]            the table from the committed result files
+adl sweep report --update-doc docs/experiments.md   rewrite a document's report blocks
 """
 
 from __future__ import annotations
@@ -28,7 +30,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "spec",
         metavar="SPEC",
-        help="a spec file, a bundled spec's name (you2020, xu2020, ...), or a sweep folder",
+        nargs="*",
+        help="a spec file, a bundled spec's name (you2020, xu2020, ...), or a sweep folder; "
+        "'report SPEC': the table from the result files alone",
+    )
+    p.add_argument(
+        "--results",
+        metavar="DIR",
+        help="where the result files are kept (default: docs/results of the source tree for "
+        "a bundled spec, else OUT/results)",
+    )
+    p.add_argument(
+        "--update-doc",
+        metavar="FILE",
+        help="with report: rewrite every '<!-- adl sweep report SPEC -->' block of FILE",
     )
     p.add_argument("--out", metavar="DIR", help="the sweep folder (default runs/sweeps/NAME)")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="runs at once (default 1)")
@@ -74,15 +89,40 @@ def _slurm(items: list[str]) -> dict:
 def run(args: argparse.Namespace) -> int:
     from adl.runtime import sweep
 
+    words = list(args.spec)
+    if words[:1] == ["report"]:
+        return _report(words[1:], args)
+    if len(words) != 1:
+        raise UsageError("give one SPEC (or: adl sweep report SPEC)")
+    if args.update_doc:
+        raise UsageError("--update-doc goes with 'adl sweep report'")
     if args.status:
-        print(sweep.status(args.spec, args.out).render(), end="")
+        print(sweep.status(words[0], args.out, args.results).render(), end="")
         return 0
     sweep.sweep(
-        args.spec,
+        words[0],
         args.out,
         jobs=args.jobs,
         executor=args.executor,
         slurm=_slurm(args.slurm),
         check=args.check,
+        results=args.results,
     )
+    return 0
+
+
+def _report(specs: list[str], args: argparse.Namespace) -> int:
+    from adl.runtime.sweep.report import report, update_doc
+
+    if args.update_doc:
+        if specs:
+            raise UsageError("--update-doc rewrites every block of the file: give no SPEC")
+        changed = update_doc(args.update_doc, args.results)
+        print(
+            f"{args.update_doc}: " + (f"updated {', '.join(changed)}" if changed else "up to date")
+        )
+        return 0
+    if len(specs) != 1:
+        raise UsageError("adl sweep report takes one SPEC")
+    print(report(specs[0], args.results), end="")
     return 0

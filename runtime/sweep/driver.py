@@ -14,12 +14,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import UserError
+from ..lines import read_lines
 from ..logs import duration
+from . import costs
+from . import results as res
 from .engines import ENGINES, run_local, run_submitit
-from .job import DecodeJob, Job
-from .plan import Plan, check_disk, complete, decoding_key, load, prepare_data, sort_problems
+from .job import DecodeJob, Job, commit_record
+from .plan import Plan, check_disk, decoding_key, load, prepare_data, sort_problems
+from .plan import decoded as complete_decoding
 from .spec import SpecError
-from .state import LOG, STATE, SWEEP, read_json, write_json
+from .state import HYP, LOG, RESULT, STATE, SWEEP, read_json, write_json
 from .table import Table, build, write
 
 
@@ -48,13 +52,16 @@ def sweep(
     check: bool = False,
     stream: TextIO | None = None,
     poll: float = 10.0,
+    results: str | Path | None = None,
 ) -> SweepResult:
     """Run the sweep of ``spec`` (a file, a bundled spec's name, or a sweep folder) in
     ``out`` (default runs/sweeps/NAME): ``jobs`` runs at once through ``executor`` (local |
     slurm | submitit-local; ``slurm``: submitit parameters over the spec's). ``check``: check
     the spec and say what would run, train nothing. Raises :class:`SpecError` for a spec
     that cannot run (before anything trains) and :class:`SweepError` when runs failed (after
-    the table of the others is written)."""
+    the table of the others is written). ``results``: where the result files are kept
+    (results.py; default docs/results of the source tree for a bundled spec, else
+    OUT/results)."""
     started = time.perf_counter()
     say = stream or sys.stdout
     if executor not in ENGINES:
@@ -62,13 +69,17 @@ def sweep(
     if jobs < 1:
         raise UserError("--jobs must be at least 1")
     spec_obj, plan = load(spec, out)
+    kept = res.root(spec_obj, plan.out, results)
     if check:
         data = plan.data
+        todo = list(plan.runs)
         if all(Path(p).is_file() for p in (*data.train, *data.test)):  # else nothing ran yet
             problems = check_disk(plan)
             if problems:
                 raise SpecError(sort_problems(problems), spec_obj.path)
-        _say_plan(plan, [r for r in plan.runs if not complete(r, plan)], say, None)
+            hashes = outcome_hashes(plan)
+            todo = [r for r in plan.runs if not committed(r, plan, kept, hashes)]
+        _say_plan(plan, todo, say, None)
         return SweepResult(plan, None, seconds=time.perf_counter() - started)
     plan.out.mkdir(parents=True, exist_ok=True)
     with _lock(plan.out):
@@ -78,16 +89,23 @@ def sweep(
             raise SpecError(sort_problems(problems), spec_obj.path)
         write_json(plan.out / SWEEP, {"spec": str(spec_obj.path.resolve())})
         shutil.copyfile(spec_obj.path, plan.out / "spec.yaml")
-        todo = [r for r in plan.runs if not complete(r, plan)]
+        refs = read_lines(plan.data.test[1], allow_empty=True)
+        res.write_references(kept, spec_obj, refs[: spec_obj.data.test_max or None])
+        hashes = outcome_hashes(plan)
+        backfill(plan, kept, hashes)
+        todo = [r for r in plan.runs if not committed(r, plan, kept, hashes)]
         options = {**spec_obj.slurm, **(slurm or {})}
         result = SweepResult(plan, None)
         if todo:
-            made, how, gpus = _jobs(plan, todo, jobs, executor)
+            made, how, gpus = _jobs(plan, todo, jobs, executor, kept, hashes)
             _say_plan(plan, todo, say, how)
             _run(made, jobs, gpus, executor, options, plan, result, say, poll)
         else:
             _say_plan(plan, todo, say, None)
-        table = build(plan)
+        if not result.failed and not costs.up_to_date(plan, kept):
+            say.write("cost columns: measuring every system (adl.runtime.cost)\n")
+            costs.measure_costs(plan, kept, lambda line: say.write(f"  {line}\n"))
+        table = build(plan, kept, hashes)
         result.table = table
         result.files = write(table)
     say.write("\n" + (plan.out / "results.md").read_text(encoding="utf-8"))
@@ -105,7 +123,45 @@ def sweep(
     return result
 
 
-def _jobs(plan: Plan, todo: list, jobs: int, executor: str) -> tuple[list[Job], str, int]:
+def outcome_hashes(plan: Plan) -> dict[tuple[str, int], str]:
+    """What each (system, seed) of the plan is made from (results.outcome_hash)."""
+    return {
+        (d.system, d.seed): res.outcome_hash(run.config, decoding_key(d, plan))
+        for run in plan.runs
+        for d in run.decodings
+    }
+
+
+def committed(run, plan: Plan, kept: Path, hashes: dict[tuple[str, int], str]) -> bool:
+    """Every decoding of the run has its result file, made from what the spec says now."""
+    return all(
+        res.matches(res.record_path(kept, plan.spec, d.system, d.seed), hashes[d.system, d.seed])
+        for d in run.decodings
+    )
+
+
+def backfill(plan: Plan, kept: Path, hashes: dict[tuple[str, int], str]) -> None:
+    """Result files for decodings finished in their run folders before the sweep kept any."""
+    for run in plan.runs:
+        for d in run.decodings:
+            path = res.record_path(kept, plan.spec, d.system, d.seed)
+            if complete_decoding(d, plan) and not res.matches(path, hashes[d.system, d.seed]):
+                found = read_json(d.folder / RESULT) or {}
+                hyps = read_lines(d.folder / HYP, allow_empty=True)
+                job = DecodeJob(
+                    d.system, str(d.folder), d.options, {}, str(path), hashes[d.system, d.seed]
+                )
+                commit_record(job, found, hyps, found.get("device", "cpu"), found.get("threads", 0))
+
+
+def _jobs(
+    plan: Plan,
+    todo: list,
+    jobs: int,
+    executor: str,
+    kept: Path,
+    hashes: dict[tuple[str, int], str],
+) -> tuple[list[Job], str, int]:
     """The jobs of the runs ``todo``, each with its share of the machine; that share in
     words; and the GPUs the local engine hands out (one a job; 0: none)."""
     import torch
@@ -133,7 +189,14 @@ def _jobs(plan: Plan, todo: list, jobs: int, executor: str) -> tuple[list[Job], 
         named = {k for k, _, _ in spec.settings} | {k for k, _, _ in system.settings}
         threads = config.train.threads if "train.threads" in named else share
         decodings = [
-            DecodeJob(d.system, str(d.folder), d.options, decoding_key(d, plan))
+            DecodeJob(
+                d.system,
+                str(d.folder),
+                d.options,
+                decoding_key(d, plan),
+                str(res.record_path(kept, spec, d.system, d.seed)),
+                hashes[d.system, d.seed],
+            )
             for d in run.decodings
         ]
         made.append(

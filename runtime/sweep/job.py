@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import results
 from .state import HYP, LOG, RESULT, STATE, me, read_json, update_state, write_json, write_text
 
 # What a run folder holds before its first checkpoint (removed when a job starts it again).
@@ -29,6 +30,8 @@ class DecodeJob:
     folder: str
     options: dict[str, Any]  # search options (beam, ...) and loader options
     key: dict[str, Any]  # what the result depends on (plan.decoding_key)
+    record: str | None = None  # the committed result file to write (results.record_path)
+    hash: str = ""  # what the outcome depends on (results.outcome_hash)
 
 
 @dataclass
@@ -100,8 +103,12 @@ def _run(job: Job, folder: Path, gpu: int | None) -> dict[str, Any]:
                 return {"ok": False, "state": "stopped", "error": stopped}
         update_state(folder, state="trained")
         for decoding in job.decodings:
+            if decoding.record and results.matches(Path(decoding.record), decoding.hash):
+                continue  # committed before
             result = read_json(Path(decoding.folder) / RESULT)
             if result and result.get("key") == decoding.key:
+                hyps = (Path(decoding.folder) / HYP).read_text(encoding="utf-8").splitlines()
+                commit_record(decoding, result, hyps, str(device), threads)
                 continue
             _decode(job, decoding, config, device, threads)
         update_state(folder, state="done")
@@ -235,7 +242,24 @@ def _decode(job: Job, decoding: DecodeJob, config, device, threads: int) -> None
         "finished": time.time(),
     }
     write_json(out / RESULT, result)
+    commit_record(decoding, result, hyps, str(device), threads)
     print(f"{decoding.system} seed {job.seed}: {scores['bleu_text']}")
+
+
+def commit_record(
+    decoding: DecodeJob, result: dict[str, Any], hyps: list[str], device, threads
+) -> None:
+    """The result file meant for the repository (results.py), when the sweep keeps one."""
+    if not decoding.record:
+        return
+    keep = {k: v for k, v in result.items() if k not in ("run", "key", "finished")}
+    record = {
+        **keep,
+        "hash": decoding.hash,
+        "machine": results.machine(device, threads),
+        "source": results.commit(),
+    }
+    results.write_record(Path(decoding.record), record, hyps)
 
 
 @contextmanager

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..logs import duration
+from . import results as res
 from .plan import Plan, decoded, load
 from .state import LOG, RESULT, STATE, alive, last_step, read_json
 
@@ -50,16 +51,37 @@ class Status:
         return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
-def status(target: str | Path, out: str | Path | None = None) -> Status:
+def status(
+    target: str | Path, out: str | Path | None = None, results: str | Path | None = None
+) -> Status:
     """The state of every (system, seed) of a sweep (``target``: a spec, a bundled spec's
-    name, or a sweep folder)."""
-    from .driver import sweep_running
+    name, or a sweep folder); a (system, seed) with its result file (results.py) is done,
+    made from what the spec says now where the data is there to tell."""
+    from .driver import outcome_hashes, sweep_running
 
-    _spec, plan = load(target, out)
+    spec, plan = load(target, out)
+    kept = res.root(spec, plan.out, results)
+    data = (*plan.data.train, *plan.data.test)
+    hashes = outcome_hashes(plan) if all(Path(p).is_file() for p in data) else None
     runs = []
     for run in plan.runs:
         state = read_json(run.folder / STATE) or {}
         for d in run.decodings:
+            path = res.record_path(kept, spec, d.system, d.seed)
+            record = read_json(path)
+            if record and (hashes is None or record.get("hash") == hashes[d.system, d.seed]):
+                detail = f"BLEU {record.get('bleu', 0):.2f}, chrF {record.get('chrf', 0):.2f}"
+                runs.append(
+                    RunStatus(
+                        d.system,
+                        d.seed,
+                        "done",
+                        record.get("steps"),
+                        run.config.train.max_steps,
+                        f"{detail} ({path})",
+                    )
+                )
+                continue
             runs.append(_one(plan, run, d, state))
     order = {s.name: i for i, s in enumerate(plan.spec.systems)}
     runs.sort(key=lambda r: (order[r.system], r.seed))

@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..lines import read_lines
-from .plan import Plan, decoded
+from .plan import Plan
 from .significance import paired_test
-from .state import HYP, RESULT, read_json, write_json, write_text
+from .state import write_json, write_text
 
 COLUMNS = (
     "system",
@@ -61,6 +60,7 @@ class Table:
     test_signature: str
     missing: list[str]
     sentences: int
+    results: Path  # the committed result files it was made from
 
     def to_json(self) -> dict[str, Any]:
         spec = self.plan.spec
@@ -121,32 +121,36 @@ def _run_record(result: dict[str, Any]) -> dict[str, Any]:
     return {k: result.get(k) for k in keep}
 
 
-def build(plan: Plan) -> Table:
-    """Read every finished result of ``plan`` and compute the table."""
+def build(plan: Plan, results: Path, hashes: dict[tuple[str, int], str] | None = None) -> Table:
+    """The table from the committed result files of ``plan``'s spec under ``results``
+    (results.py), the same wherever it is made. ``hashes``: what each (system, seed) must
+    have been made from; a file made from something else counts as missing (None: any)."""
+    from . import results as res
+
     spec = plan.spec
-    results: dict[str, dict[int, dict[str, Any]]] = {s.name: {} for s in spec.systems}
+    runs: dict[str, dict[int, dict[str, Any]]] = {s.name: {} for s in spec.systems}
+    hyps: dict[tuple[str, int], list[str]] = {}
     missing = []
-    for decoding in plan.decodings():
-        result = read_json(decoding.folder / RESULT)
-        if result and decoded(decoding, plan):
-            results[decoding.system][decoding.seed] = result
-        else:
-            missing.append(f"{decoding.system} seed {decoding.seed}")
-    refs = read_lines(plan.data.test[1], allow_empty=True)
-    if spec.data.test_max:
-        refs = refs[: spec.data.test_max]
-    rows = []
     for system in spec.systems:
-        files = [str(f) for f in system.files]
-        rows.append(
-            Row(
-                system.name,
-                system.name == spec.baseline,
-                system.decode_of,
-                files,
-                results[system.name],
-            )
+        for seed in spec.seeds:
+            path = res.record_path(results, spec, system.name, seed)
+            found = res.read_record(path)
+            want = None if hashes is None else hashes.get((system.name, seed))
+            if found is None or (hashes is not None and found[0].get("hash") != want):
+                missing.append(f"{system.name} seed {seed}")
+                continue
+            runs[system.name][seed], hyps[system.name, seed] = found
+    refs = res.references(results, spec) or []
+    rows = [
+        Row(
+            system.name,
+            system.name == spec.baseline,
+            system.decode_of,
+            [str(f) for f in system.files],
+            runs[system.name],
         )
+        for system in spec.systems
+    ]
     base = next(r for r in rows if r.baseline)
     test_signature = ""
     for row in rows:
@@ -174,11 +178,11 @@ def build(plan: Plan) -> Table:
         if row.baseline:
             continue
         seeds = sorted(set(row.runs) & set(base.runs))
-        if not seeds:
+        if not seeds or not refs:
             continue
         test = paired_test(
-            [read_lines(plan.folder(base.system, s) / HYP, allow_empty=True) for s in seeds],
-            [read_lines(plan.folder(row.system, s) / HYP, allow_empty=True) for s in seeds],
+            [hyps[base.system, s] for s in seeds],
+            [hyps[row.system, s] for s in seeds],
             refs,
             spec.test,
             spec.samples,
@@ -202,6 +206,7 @@ def build(plan: Plan) -> Table:
         test_signature or f"{kind} (sacrebleu {spec.test}:{spec.samples})",
         missing,
         len(refs),
+        results,
     )
 
 
@@ -252,8 +257,13 @@ def to_csv(table: Table) -> str:
     return f.getvalue()
 
 
-def markdown(table: Table) -> str:
-    spec, plan = table.plan.spec, table.plan
+def markdown(table: Table, title: bool = True) -> str:
+    """The table as Markdown: what ``adl sweep report`` prints and docs/experiments.md holds
+    (there without the title), made from the result files alone: nothing in it depends on the
+    machine that makes it."""
+    from . import results as res
+
+    spec = table.plan.spec
     budget = " and ".join(
         x
         for x in (
@@ -263,24 +273,27 @@ def markdown(table: Table) -> str:
         if x
     )
     beams = sorted({str(s.decode.get("beam", 1)) for s in spec.systems})
-    lines = [f"# Sweep `{spec.name}`", ""]
-    if spec.description:
+    cost = res.read_cost(table.results, spec)
+    length = cost_length(cost)
+    lines = [f"# Sweep `{spec.name}`", ""] if title else []
+    if spec.description and title:
         lines += [spec.description.strip(), ""]
     lines += [
-        f"Test set: `{plan.data.test[0]}` → `{Path(plan.data.test[1]).name}`, "
-        f"{table.sentences:,} sentences. Each run: {budget or 'the preset budget'}, "
+        f"Test set: {table.sentences:,} sentences. Each run: {budget or 'the preset budget'}, "
         f"preset `{Path(spec.preset).stem}`; seeds {', '.join(map(str, spec.seeds))}; "
         f"decoded from the {spec.checkpoint} checkpoint with beam {'/'.join(beams)}.",
         "",
-        "| system | seeds | BLEU | chrF | Δ BLEU | p | Δ chrF | p | parameters | "
-        "train tok/s | decode sent/s | peak MiB |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| system | seeds | BLEU | chrF | Δ BLEU | p | Δ chrF | p | paper | parameters | "
+        "memory | train | greedy | beam |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in table.rows:
         v = row.values
         name = f"{row.system} (baseline)" if row.baseline else row.system
         if row.decode_of:
             name += f" = {row.decode_of} decoded"
+        system = spec.system(row.system)
+        paper = getattr(system, "paper", None)
         lines.append(
             "| "
             + " | ".join(
@@ -293,15 +306,13 @@ def markdown(table: Table) -> str:
                     _p(v["p_bleu"]),
                     _signed(v["delta_chrf"]),
                     _p(v["p_chrf"]),
+                    str(paper) if paper is not None else "–",
                     _int(v["parameters"]),
-                    _int(v["train_tokens_per_s"]),
-                    _num(v["decode_sentences_per_s"], 1),
-                    _int(v["train_peak_mib"]),
+                    *cost_cells(cost, row.system, length),
                 ]
             )
             + " |"
         )
-    first = next((r for row in table.rows for r in row.runs.values()), {})
     lines += [
         "",
         "- BLEU and chrF: sacrebleu on the detokenised translations, mean ± standard deviation "
@@ -310,29 +321,49 @@ def markdown(table: Table) -> str:
         "- Δ: the mean over seeds of the system's score minus the baseline's with the same "
         f"seed. p: {table.test_signature}, of the system's translations against the "
         "baseline's, the seeds both have concatenated (seed s against seed s); "
-        f"p < {SIGNIFICANT} marks a difference unlikely to arise by chance.",
-        "- Cost, the mean over seeds, measured the same way for every run: parameters of the "
-        "trained model; train tok/s: target tokens per second over the training updates "
-        "(validation and checkpoints left out); decode sent/s: test sentences per second, "
-        "batched, the model already loaded; peak MiB: while training, "
-        f"{first.get('memory', 'peak memory')}. Device: "
-        f"{', '.join(sorted({str(r.get('device')) for row in table.rows for r in row.runs.values()})) or '-'}"
-        f"; CPU threads per run: "
-        f"{', '.join(sorted({str(r.get('threads')) for row in table.rows for r in row.runs.values()})) or '-'}.",
+        f"p < {SIGNIFICANT} (bold) marks a difference unlikely to arise by chance.",
+        "- paper: the paper's own figure for the row (its data set and metric, not this one's).",
     ]
+    if cost is None:
+        lines.append("- Cost: not measured yet (`adl sweep` measures it when the runs are done).")
+    else:
+        w, m = cost["workload"], cost["machine"]
+        lines.append(
+            "- Cost, each a ratio to the baseline measured in the same run by adl.runtime.cost "
+            f"(sentences of {length} tokens, random weights, the models taking turns "
+            f"{w['rounds']} times): memory: the most bytes of tensors alive during a training "
+            f"update of about {w['batch_tokens']:,} target tokens (below 1: less); train: "
+            "training tokens per second; greedy, beam: decoding sentences per second, greedy "
+            f"and beam {w['beam']} (above 1: faster). {m['threads']} CPU thread(s), "
+            f"{m.get('gpu') or m['cpu']}, clock: {m.get('clock', 'perf_counter')}."
+        )
     if any(row.decode_of for row in table.rows):
         lines.append(
             "- A system marked '= X decoded' trains nothing: it translates X's runs with its "
-            "own decoding options, so its parameters, training speed and memory are X's."
+            "own decoding options, so its parameters and training cost are X's."
         )
     for note in table.notes:
         lines.append(f"- Note: {note}.")
     if table.missing:
-        lines.append(
-            f"- Not finished ({len(table.missing)}): {', '.join(table.missing)} "
-            "(`adl sweep --status` says why)."
-        )
+        lines.append(f"- Not finished ({len(table.missing)}): {', '.join(table.missing)}.")
     return "\n".join(lines) + "\n"
+
+
+def cost_length(cost: dict[str, Any] | None) -> int | None:
+    """The sentence length the cost columns show (the first measured)."""
+    if not cost:
+        return None
+    return int(cost["workload"]["lengths"][0])
+
+
+def cost_cells(cost: dict[str, Any] | None, system: str, length: int | None) -> list[str]:
+    """memory, train, greedy, beam: the system's ratios to the baseline, or dashes."""
+    from ..cost import FIGURES
+
+    ratios = ((cost or {}).get("ratios") or {}).get(system, {}).get(str(length))
+    if not ratios:
+        return ["–"] * len(FIGURES)
+    return [f"{ratios[f]:.2f}" for f in FIGURES]
 
 
 def _pm(mean: float | None, std: float | None) -> str:

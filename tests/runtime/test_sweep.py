@@ -5,10 +5,12 @@ again, without training a finished run twice; a spec changed under finished runs
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import time
@@ -20,6 +22,7 @@ from runtime_helpers import WORDS, adl_command, env
 
 from adl.runtime import sweep
 from adl.runtime.rundir import RunDir
+from adl.runtime.sweep.report import report
 from adl.runtime.sweep.table import COLUMNS
 
 ENC = "pos -> res_nd(mh_dot_self_att) -> res_nd(ffl) -> norm\n"
@@ -95,7 +98,12 @@ def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path):
     assert rnn["parameters"] != base["parameters"]
 
     md = (out / "results.md").read_text()
-    assert "| system | seeds | BLEU | chrF | Δ BLEU | p | Δ chrF | p | parameters |" in md
+    assert (
+        "| system | seeds | BLEU | chrF | Δ BLEU | p | Δ chrF | p | paper | parameters | "
+        "memory | train | greedy | beam |" in md
+    )
+    assert md.count("| 1.00 | 1.00 | 1.00 | 1.00 |") == 1  # the baseline against itself
+    assert str(tmp_path) not in md  # nothing of this machine's folders
     assert "nrefs:1|case:mixed" in md and "paired bootstrap (sacrebleu bs:1000" in md
     assert md in log.getvalue()  # printed at the end
     table = json.loads((out / "results.json").read_text())
@@ -118,9 +126,24 @@ def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path):
     code, text, _ = run_cli("sweep", str(out), "--status")
     assert code == 0 and "6 runs: 6 done" in text and "ATT-hard" in text
 
+    # the result files meant for the repository, and the cost columns
+    kept = out / "results" / "tiny"
+    for system in ("ATT", "RNN", "ATT-hard"):
+        for seed in (1, 2):
+            record = json.loads((kept / system / f"seed{seed}.json").read_text())
+            hyps = (kept / system / f"seed{seed}.hyp").read_text()
+            assert record["hash"] and record["source"] and record["machine"]["cpu"]
+            assert record["hyp_sha256"] == hashlib.sha256(hyps.encode()).hexdigest()
+            assert record["bleu_signature"].startswith("nrefs:1")
+    cost = json.loads((kept / "cost.json").read_text())
+    assert set(cost["ratios"]) == {"ATT", "RNN", "ATT-hard"} and cost["hash"]
+    assert (kept / "test.ref").read_text().splitlines() == (
+        spec.parent / "test.tgt"
+    ).read_text().splitlines()
+
     # run again: nothing is trained, the table is the same
     again = sweep.sweep(spec, out, jobs=2, stream=io.StringIO())
-    assert again.ran == 0 and (out / "results.csv").read_text().splitlines()[0] == ",".join(COLUMNS)
+    assert again.ran == 0 and (out / "results.md").read_text() == md
 
     # a changed spec under finished runs is refused before anything trains
     spec.write_text(spec.read_text().replace("model.d_model: 32", "model.d_model: 48"))
@@ -128,6 +151,18 @@ def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path):
         sweep.sweep(spec, out, stream=io.StringIO())
     assert "model.d_model: 32 -> 48" in str(err.value)
     assert "spec.yaml:12:5: error: system 'ATT', seed 1:" in str(err.value)
+    spec.write_text(spec.read_text().replace("model.d_model: 48", "model.d_model: 32"))
+
+    # the run folders gone (a fresh machine with the committed files): nothing is trained,
+    # and the report from the result files alone is the table, byte for byte
+    for system in ("ATT", "RNN", "ATT-hard"):
+        shutil.rmtree(out / system)
+    fresh = sweep.sweep(spec, out, jobs=2, stream=io.StringIO())
+    assert fresh.ran == 0 and not (out / "ATT" / "seed-1").exists()
+    assert (out / "results.md").read_text() == md
+    assert report(spec, out / "results") == md
+    code, text, _ = run_cli("sweep", "report", str(spec), "--results", str(out / "results"))
+    assert code == 0 and text == md
 
 
 def _last_reaches(run: RunDir, step: int) -> bool:
