@@ -35,7 +35,8 @@ def check_files(
     Encoders are checked first: a decoder given beside a clean encoder is checked with
     ``source_d`` the encoder's output size and then paired with it (:func:`check_pair`). A
     file is a path, ADL text (see :func:`adl.read_source`) or a :class:`Source` whose name
-    gives its role (``x.enc.adl``); ``role`` overrides every file's."""
+    gives its role (``x.enc.adl``); ``role`` overrides every file's. A file that defines
+    both networks is never paired with the other files."""
     options: dict[str, Any] = dict(d_model=d_model, heads=heads, dropout=dropout, vars=vars)
     role_of = lambda i: role or role_from_name(_name(files[i]))
     results: dict[int, Program | ADLError] = {}
@@ -51,7 +52,7 @@ def check_files(
             results[i] = exc
             continue
         results[i] = program
-        if ENCODER in program.networks:
+        if set(program.networks) == {ENCODER}:  # a file of both networks pairs its own
             encoder = program
     return [results[i] for i in range(len(files))]
 

@@ -95,6 +95,9 @@ FONOLLOSA2019 = {
     "local_joint_iwslt.joint.adl",
     "joint_wmt.joint.adl",
     "local_joint_wmt.joint.adl",
+    # Table 1's Transformer as fairseq's transformer_iwslt_de_en (post-norm), their baseline
+    "transformer_iwslt.enc.adl",
+    "transformer_iwslt.dec.adl",
 }
 
 SETS = {

@@ -169,10 +169,11 @@ def make_plan(spec: Spec, out: Path, data: DataFiles, problems: list[Problem]) -
             problem = check_loader_options(system, configs[base])
             if problem:
                 problems.append(problem)
-    for system in spec.systems:
-        if system.name not in configs:
-            continue
-        for seed in spec.seeds:
+    # seed by seed: a sweep stopped half-way leaves whole tables of fewer seeds
+    for seed in spec.seeds:
+        for system in spec.systems:
+            if system.name not in configs:
+                continue
             config = copy.deepcopy(configs[system.name])
             config.train.seed = seed
             run = Run(system.name, seed, out / system.name / f"seed-{seed}", config)

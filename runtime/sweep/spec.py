@@ -69,6 +69,7 @@ class SystemSpec:
     settings: list[tuple[str, Any, Mark]] = field(default_factory=list)  # over the sweep's
     decode: dict[str, Any] = field(default_factory=dict)  # over the sweep's decode options
     decode_of: str | None = None  # decode this trained system's runs instead of training
+    paper: str | None = None  # the paper's own figure for this row (shown beside ours)
 
     @property
     def trained(self) -> bool:
@@ -120,7 +121,7 @@ TOP_KEYS = (
     "slurm",
     "systems",
 )
-SYSTEM_KEYS = ("name", "files", "vars", "settings", "decode", "decode_of")
+SYSTEM_KEYS = ("name", "files", "vars", "settings", "decode", "decode_of", "paper")
 BUDGET_KEYS = ("steps", "minutes")
 SIGNIFICANCE_KEYS = ("test", "samples")
 DATA_KEYS = tuple(f.name for f in dataclasses.fields(DataSpec))
@@ -578,6 +579,15 @@ class _Reader:
                     else {}
                 ),
             }
+            if "paper" in item:
+                figure = item["paper"]
+                if isinstance(figure, bool) or not isinstance(figure, (int, float, str)):
+                    self.add(
+                        item.value_mark("paper"),
+                        "paper: takes the paper's figure for the row, a number or a short text",
+                    )
+                else:
+                    system.paper = str(figure)
             if "decode_of" in item:
                 system.decode_of = self.text(
                     item["decode_of"], item.value_mark("decode_of"), "decode_of"

@@ -152,9 +152,57 @@ def test_bundled_specs_are_the_papers():
     assert {"you2020", "xu2020", "raganato2020", "domhan2018", "fonollosa2019"} <= set(
         sweep.bundled()
     )
-    you, _ = sweep.load("you2020", "/nonexistent/out")
-    assert [s.name for s in you.systems] == ["BASE", "HC-SA", "HC-ALL", "SH-X"]
-    assert len(you.seeds) >= 3
+    rows = {  # each paper's main-table rows, by their files (architectures/...)
+        "you2020": [
+            ("you2020/base.enc.adl", "you2020/base.dec.adl"),
+            ("you2020/hc_sa.enc.adl", "you2020/hc_sa.dec.adl"),
+            ("you2020/hc_sa.enc.adl", "you2020/hc_all.dec.adl"),
+            ("you2020/hc_sa.enc.adl", "you2020/sh_x.dec.adl"),
+            ("you2020/base_no_sa.enc.adl", "you2020/base_no_sa.dec.adl"),
+            ("you2020/sh_x_no_sa.enc.adl", "you2020/sh_x_no_sa.dec.adl"),
+        ],
+        "xu2020": [
+            ("xu2020/base.enc.adl", "xu2020/base.dec.adl"),
+            ("xu2020/base.enc.adl", "xu2020/hard_dec_cross.dec.adl"),
+            ("xu2020/base.enc.adl", "xu2020/hard_dec_self_cross.dec.adl"),
+            ("xu2020/hard_all.adl",),
+        ],
+        "raganato2020": [
+            (f"raganato2020/{enc}.enc.adl", "transformer.dec.adl")
+            for enc in ("8l", "7f_token_1l", "7f_word_1l", "1l", "8f")
+        ],
+        "domhan2018": [
+            (f"domhan2018/table5_{enc}.enc.adl", f"domhan2018/table5_{dec}.dec.adl")
+            for enc, dec in [
+                *[(enc, "self_att") for enc in ("self_att", "rnn", "cnn")],
+                *[("self_att", dec) for dec in ("rnn", "cnn", "combined", "none")],
+                ("rnn", "rnn"),
+                ("cnn", "cnn"),
+            ]
+        ],
+        "fonollosa2019": [
+            ("fonollosa2019/transformer_iwslt.enc.adl", "fonollosa2019/transformer_iwslt.dec.adl"),
+            ("fonollosa2019/joint_iwslt.joint.adl",),
+            ("fonollosa2019/local_joint_iwslt.joint.adl",),
+        ],
+    }
+    arch = ROOT / "architectures"
+    for name, wanted in rows.items():
+        spec, _ = sweep.load(name, "/nonexistent/out")
+        assert len(spec.seeds) >= 3, name
+        have = [tuple(f.relative_to(arch).as_posix() for f in s.files) for s in spec.systems]
+        for files in wanted:
+            assert files in have, (name, files)
+        # the recipe control: the baseline's files trained once more with other settings
+        base = spec.system(spec.baseline)
+        assert base is not None
+        assert any(s.files == base.files and s.settings for s in spec.systems), name
+        assert spec.preset == f"{name}_bible"  # the paper's recipe, scaled to the corpus
+    xu, _ = sweep.load("xu2020", "/nonexistent/out")
+    assert {(s.decode_of, s.decode.get("decode_attention")) for s in xu.systems if s.decode_of} == {
+        ("BASE", "hard"),
+        ("HARD-DEC", "soft"),
+    }
 
 
 def test_docs_list_every_spec_key_and_bundled_spec():
