@@ -6,7 +6,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Union
@@ -206,19 +206,23 @@ def _parse(src: Source, given: object) -> ast.File:
 
 
 def load_model(
-    path: TextOrPath,
+    path: TextOrPath | Sequence[TextOrPath],
     checkpoint: str = "best",
     device: str = "cpu",
     decode_attention: str | None = None,
+    ensemble_mode: str = "linear",
 ):
     """A trained model ready to translate, score and show its attention: an
     :class:`adl.runtime.translator.Translator` from a run directory (``checkpoint``: best |
     last | average | a file name in RUN/checkpoints), a checkpoint file, or a folder
     written by ``adl export``. ``device``: cpu, cuda or cuda:N. ``decode_attention`` (soft
-    | hard) decodes the decoder's attention that way, whatever it was trained with.
+    | hard) decodes the decoder's attention that way, whatever it was trained with. A list
+    of paths is an ensemble: at each step the models' distributions are combined
+    (``ensemble_mode``: ``linear``, the average probability, or ``log_linear``).
 
         t = adl.load_model("runs/tiny")
         t.translate(["a b c"], beam=4)                   # ['c b a']
+        adl.load_model(["runs/a", "runs/b"])             # an ensemble of two runs
 
     (docs/runtime.md, "Using a trained model", runs it on a real run.)
 
@@ -227,4 +231,6 @@ def load_model(
     ``import adl`` stays light."""
     from adl.runtime.translator import Translator  # the one door from the core to the runtime
 
-    return Translator.load(Path(path), checkpoint, device, decode_attention)
+    one = isinstance(path, (str, os.PathLike))
+    paths = [Path(path)] if one else [Path(p) for p in path]  # type: ignore[arg-type,union-attr]
+    return Translator.load(paths, checkpoint, device, decode_attention, ensemble_mode)

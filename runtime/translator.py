@@ -7,6 +7,7 @@ real run, and its test runs it)::
     t.translate(["a b c"], beam=4, nbest=2)          # [[("c b a", -0.01), ...]]
     t.score(["a b c"], ["c b a"])                    # [-0.0123] (log-probabilities)
     t.attention("a b c", "c b a").layers[0].weights  # (heads, queries, keys)
+    adl.load_model(["runs/a", "runs/b"])             # an ensemble (runtime/ensemble.py)
 
 Lines longer than the model's positions (``learn_pos(max_seq_len=N)``) are cut to what
 fits, with one warning naming the line, its length and the limit; the other lines of the
@@ -70,6 +71,11 @@ def position_limits(model) -> tuple[int | None, int | None]:
     where nothing limits them. A joint model counts positions per side."""
     from adl.nn.position import LearnedPositions
 
+    if hasattr(model, "members"):  # an ensemble: what every member can take
+        limits = [position_limits(m) for m in model.members]
+        least = lambda xs: min((x for x in xs if x is not None), default=None)
+        return least([s for s, _ in limits]), least([t for _, t in limits])
+
     def limit(module) -> int | None:
         sizes = [
             m.embed.num_embeddings for m in module.modules() if isinstance(m, LearnedPositions)
@@ -115,22 +121,29 @@ class Translator:
     @classmethod
     def load(
         cls,
-        path: str | Path,
+        path: str | Path | Sequence[str | Path],
         checkpoint: str = "best",
         device: str | torch.device = "cpu",
         decode_attention: str | None = None,
+        ensemble_mode: str = "linear",
     ) -> Translator:
         """From a run directory (``checkpoint``: best | last | average | a file name in
-        RUN/checkpoints), a checkpoint file, or a folder written by ``adl export``."""
-        from .export import is_export, load_export
+        RUN/checkpoints), a checkpoint file, or a folder written by ``adl export``; several
+        of them (a list) decode as one :class:`~adl.runtime.ensemble.Ensemble`, their
+        distributions combined by ``ensemble_mode`` (linear | log_linear)."""
+        from .ensemble import Ensemble, check_vocabularies
 
-        if is_export(path):
-            model, tokenizers = load_export(path, decode_attention=decode_attention)
-        else:
-            from .checkpoint import load_for_inference
-
-            model, tokenizers = load_for_inference(path, checkpoint, "cpu", decode_attention)
-        return cls(model, tokenizers, device, str(path))
+        paths = [path] if isinstance(path, (str, Path)) else list(path)
+        if not paths:
+            raise ConfigError("no model to load")
+        loaded = [_load_one(p, checkpoint, decode_attention) for p in paths]
+        if len(loaded) == 1:
+            model, tokenizers = loaded[0]
+            return cls(model, tokenizers, device, str(paths[0]))
+        origins = [str(p) for p in paths]
+        check_vocabularies([t for _, t in loaded], origins)
+        ensemble = Ensemble([m for m, _ in loaded], ensemble_mode)
+        return cls(ensemble, loaded[0][1], device, " + ".join(origins))
 
     def __repr__(self) -> str:
         return f"Translator({self.origin!r}, device={str(self.device)!r})"
@@ -279,6 +292,10 @@ class Translator:
     def attention(self, source: str, target: str | None = None) -> Attention:
         """The attention weights of every attention layer when the model reads ``source``
         and ``target`` (default: its greedy translation of ``source``)."""
+        if hasattr(self.model, "members"):
+            raise ConfigError(
+                "an ensemble has no one attention to show: load one of its models for it"
+            )
         src_ids = self.tokenizers.encode_src([source])[0]
         if not src_ids:
             raise DataError("the source sentence is empty")
@@ -300,6 +317,17 @@ class Translator:
         return (
             self.tokenizers.word_ids(src) if getattr(self.model, "needs_src_words", False) else None
         )
+
+
+def _load_one(path: str | Path, checkpoint: str, decode_attention: str | None):
+    """(model, tokenizers) of one run, checkpoint or export, on the CPU."""
+    from .export import is_export, load_export
+
+    if is_export(path):
+        return load_export(path, decode_attention=decode_attention)
+    from .checkpoint import load_for_inference
+
+    return load_for_inference(path, checkpoint, "cpu", decode_attention)
 
 
 def _warn(number: int, message: str) -> None:

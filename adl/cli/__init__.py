@@ -18,6 +18,7 @@ from . import demo as demo_cmd
 from . import export as export_cmd
 from . import fmt as fmt_cmd
 from . import lsp as lsp_cmd
+from . import score as score_cmd
 from . import sweep as sweep_cmd
 from . import train as train_cmd
 from . import translate as translate_cmd
@@ -31,6 +32,7 @@ COMMANDS = [
     data_cmd,
     train_cmd,
     translate_cmd,
+    score_cmd,
     average_cmd,
     export_cmd,
     viz_cmd,

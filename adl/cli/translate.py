@@ -8,14 +8,36 @@ import sys
 from .common import UsageError, add_checkpoint_option
 
 
-def add_search_options(p: argparse.ArgumentParser) -> None:
+def add_model_choice(p: argparse.ArgumentParser) -> None:
+    """``--model RUN [RUN ...]`` (several: an ensemble), ``--checkpoint``, ``--device``,
+    ``--decode-attention`` and ``--ensemble-mode``: which model a decoding command loads."""
     p.add_argument(
         "--model",
         required=True,
+        nargs="+",
         metavar="RUN",
-        help="a run directory of adl train, a checkpoint file, or a folder of adl export",
+        help="a run directory of adl train, a checkpoint file, or a folder of adl export; "
+        "several: an ensemble (their vocabularies must be the same)",
     )
     add_checkpoint_option(p)
+    p.add_argument(
+        "--ensemble-mode",
+        default="linear",
+        choices=("linear", "log_linear"),
+        help="how an ensemble combines its models at each step: linear, the average "
+        "probability (default); log_linear, the average log-probability",
+    )
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    p.add_argument(
+        "--decode-attention",
+        choices=("soft", "hard"),
+        help="decode the decoder's dot-product attention with standard attention or with hard "
+        "retrieval (Xu et al. 2020), whatever the model was trained with (default: as trained)",
+    )
+
+
+def add_search_options(p: argparse.ArgumentParser) -> None:
+    add_model_choice(p)
     p.add_argument(
         "--beam", type=int, default=5, metavar="K", help="beam size (1: greedy; default 5)"
     )
@@ -42,13 +64,6 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
         help="at most A x source length + B tokens (default 1.5)",
     )
     p.add_argument("--max-len-b", type=int, default=10, metavar="B", help="(default 10)")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    p.add_argument(
-        "--decode-attention",
-        choices=("soft", "hard"),
-        help="decode the decoder's dot-product attention with standard attention or with hard "
-        "retrieval (Xu et al. 2020), whatever the model was trained with (default: as trained)",
-    )
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -122,17 +137,22 @@ def _options(args: argparse.Namespace):
     )
 
 
-def _translator(args: argparse.Namespace):
+def load_translator(args: argparse.Namespace):
+    """The model (or ensemble) that ``args`` names, on its device."""
     from adl.runtime.distributed import pick_device
 
     device = pick_device(args.device)
     if getattr(args, "engine", "adl") == "ctranslate2":
         from adl.runtime.ct2 import Ct2Translator
 
-        return Ct2Translator.load(args.model, str(device), args.compute_type)
+        if len(args.model) > 1:
+            raise UsageError("--engine ctranslate2 decodes one model: give one --model")
+        return Ct2Translator.load(args.model[0], str(device), args.compute_type)
     from adl.runtime.translator import Translator
 
-    return Translator.load(args.model, args.checkpoint, device, args.decode_attention)
+    return Translator.load(
+        args.model, args.checkpoint, device, args.decode_attention, args.ensemble_mode
+    )
 
 
 def _progress(total: int | None):
@@ -184,7 +204,7 @@ def run_translate(args: argparse.Namespace) -> int:
     from adl.runtime.lines import LineStream
 
     _options(args)
-    translator = _translator(args)
+    translator = load_translator(args)
     if args.input is None:
         source, total = LineStream(sys.stdin.buffer, "<stdin>"), None
     else:
@@ -242,7 +262,7 @@ def run_eval(args: argparse.Namespace) -> int:
             raise UsageError("give --model RUN and --src FILE (or --hyp FILE)")
         _options(args)
         sources = read_lines(args.src, allow_empty=True)  # all of it is valid before decoding
-        translator = _translator(args)
+        translator = load_translator(args)
         hyps = []
         with open(args.src, "rb") as f:
             _translate_stream(args, translator, LineStream(f, args.src), len(sources), hyps.append)
