@@ -13,9 +13,9 @@ The public API is what ``__all__`` lists below, and nothing else:
   (an encoder and a decoder together), ``read_source``, ``parse_value``, ``hyper``.
 - Building: ``build`` (files or text -> a PyTorch model carrying its :class:`ModelSpec`),
   ``build_from_spec`` (rebuild from a stored spec), :class:`ModelSpec`.
-- Using a trained model: ``load_model`` (a run, a checkpoint or an ``adl export`` folder
-  -> a :class:`~adl.runtime.translator.Translator` with ``translate``, ``score`` and
-  ``attention``; it imports the runtime when called).
+- Using a trained model: ``load_model`` (a run, a checkpoint or an ``adl export`` folder,
+  or a list of them: an ensemble -> a :class:`~adl.runtime.decode.translator.Translator`
+  with ``translate``, ``score`` and ``attention``; the runtime is imported on first use).
 - Printing: ``to_text`` (canonical text of a tree), ``signature``.
 - Variables: ``unused_variables`` (the given ``$variables`` that no checked file reads, as
   warnings with the nearest name that exists).
@@ -31,7 +31,7 @@ used, so ``import adl`` does not load torch.
 
 from .analysis.program import CheckedChain, Network, Node, Program
 from .analysis.variables import unused_variables
-from .api import check, hyper, load_model, parse, parse_value, read_source
+from .api import check, hyper, parse, parse_value, read_source
 from .errors import ADLError, Diagnostic, InputError, UserError
 from .models import ModelSpec, build, build_from_spec, check_model
 from .registry import REGISTRY, Hyper
@@ -62,3 +62,15 @@ __all__ = [
     "to_text",
     "unused_variables",
 ]
+
+
+def __getattr__(name: str):
+    """``adl.load_model``: the one door from the language to the runtime, opened on first
+    use so that ``import adl`` loads neither torch nor the runtime. Nothing below this
+    package imports it (the runtime imports the core's modules, not ``adl`` itself), so the
+    import graph has no circle through it."""
+    if name == "load_model":
+        from .runtime.decode.translator import load_model
+
+        return load_model
+    raise AttributeError(f"module 'adl' has no attribute {name!r}")

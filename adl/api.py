@@ -6,7 +6,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Union
@@ -203,34 +203,3 @@ def _parse(src: Source, given: object) -> ast.File:
             "file of that name pass pathlib.Path(...)",
         )
         raise ADLError([first, *exc.diagnostics[1:]]) from None
-
-
-def load_model(
-    path: TextOrPath | Sequence[TextOrPath],
-    checkpoint: str = "best",
-    device: str = "cpu",
-    decode_attention: str | None = None,
-    ensemble_mode: str = "linear",
-):
-    """A trained model ready to translate, score and show its attention: an
-    :class:`adl.runtime.translator.Translator` from a run directory (``checkpoint``: best |
-    last | average | a file name in RUN/checkpoints), a checkpoint file, or a folder
-    written by ``adl export``. ``device``: cpu, cuda or cuda:N. ``decode_attention`` (soft
-    | hard) decodes the decoder's attention that way, whatever it was trained with. A list
-    of paths is an ensemble: at each step the models' distributions are combined
-    (``ensemble_mode``: ``linear``, the average probability, or ``log_linear``).
-
-        t = adl.load_model("runs/tiny")
-        t.translate(["a b c"], beam=4)                   # ['c b a']
-        adl.load_model(["runs/a", "runs/b"])             # an ensemble of two runs
-
-    (docs/runtime.md, "Using a trained model", runs it on a real run.)
-
-    Nothing is unpickled: checkpoints load with ``torch.load(weights_only=True)``, exports
-    from JSON and safetensors. The runtime (and torch) is imported here, on first use, so
-    ``import adl`` stays light."""
-    from adl.runtime.translator import Translator  # the one door from the core to the runtime
-
-    one = isinstance(path, (str, os.PathLike))
-    paths = [Path(path)] if one else [Path(p) for p in path]  # type: ignore[arg-type,union-attr]
-    return Translator.load(paths, checkpoint, device, decode_attention, ensemble_mode)

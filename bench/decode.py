@@ -32,8 +32,8 @@ from pathlib import Path
 import torch
 
 import adl
-from adl.runtime.search import FullRecompute, beam, greedy, pad_batch
-from adl.runtime.tokenizer import EOS
+from adl.runtime.data.tokenizer import EOS
+from adl.runtime.decode.search import FullRecompute, beam, greedy, pad_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from search_reference import beam_reference, greedy_reference  # noqa: E402

@@ -24,9 +24,9 @@ import torch
 
 import adl
 from adl.runtime import cost
-from adl.runtime.inference import score
-from adl.runtime.lines import read_lines
-from adl.runtime.search import SearchOptions
+from adl.runtime.data.lines import read_lines
+from adl.runtime.decode.inference import score
+from adl.runtime.decode.search import SearchOptions
 
 
 def decode(translator, lines: list[str], options: SearchOptions, clock) -> tuple[list[str], float]:

@@ -11,7 +11,7 @@ decoding sentences/s greedy and with beam 4, each as a ratio to the baseline mea
 same run, the models taking turns (adl/runtime/cost.py says exactly what each figure counts).
 
 Sizes:
-  sweep   each paper's bundled sweep spec (runtime/sweeps/NAME.yaml): its preset, settings
+  sweep   each paper's bundled sweep spec (adl/runtime/sweeps/NAME.yaml): its preset, settings
           and $variables, as `adl sweep` trains them.
   iwslt   the papers' own small sizes: You et al.'s IWSLT Transformer (d_model 288, 4 heads,
           5+5 layers, feed-forward 507) for You et al., and for Raganato et al. with 8 heads
@@ -81,7 +81,7 @@ VOCAB = 8000
 
 
 def iwslt_candidates(group: str) -> list[cost.Candidate]:
-    from adl.runtime.model import assign_files
+    from adl.runtime.model.build import assign_files
 
     _, models = GROUPS[group]
     out = []

@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def train_small(data_dir: Path, out: Path, minutes: float) -> Path:
-    from adl.runtime.configure import configure
-    from adl.runtime.train import train
+    from adl.runtime.run.configure import configure
+    from adl.runtime.training.train import train
 
     arch = ROOT / "architectures"
     config = configure(
@@ -69,12 +69,12 @@ def main() -> None:
     args = p.parse_args()
 
     import adl
-    from adl.runtime import bible
-    from adl.runtime.ct2 import Ct2Translator, export_ctranslate2
-    from adl.runtime.export import export_run
-    from adl.runtime.inference import score
-    from adl.runtime.search import SearchOptions
-    from adl.runtime.translator import Translator
+    from adl.runtime.data import bible
+    from adl.runtime.decode.ct2 import Ct2Translator, export_ctranslate2
+    from adl.runtime.decode.inference import score
+    from adl.runtime.decode.search import SearchOptions
+    from adl.runtime.decode.translator import Translator
+    from adl.runtime.model.export import export_run
 
     torch.set_num_threads(args.threads)
     info = bible.bible("en-fr", out=args.data, max_words=20, cache=args.cache)

@@ -71,7 +71,7 @@ def plan_rounds(peers: list[str], slots: int) -> list[list[str]]:
 
 def bible_corpus(cache: Path) -> Path:
     """The default corpus, as ``adl demo`` makes it (data/bible, en-fr, verses <= 20 words)."""
-    from adl.runtime import bible
+    from adl.runtime.data import bible
 
     out = ROOT / "data" / "bible"
     bible.bible("en-fr", out=out, max_words=20, cache=cache.parent)

@@ -1,4 +1,4 @@
-"""The search of runtime/search.py before issue 16, kept as the reference the new search is
+"""The search of adl/runtime/decode/search.py before issue 16, kept as the reference the new search is
 measured against (bench/decode.py) and tested against (tests/runtime/test_runtime_search_sync.py).
 
 It reads every step's choices on the host (``.tolist()``: a device synchronisation per step on
@@ -10,8 +10,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from adl.runtime.search import Hypothesis, length_penalty
-from adl.runtime.tokenizer import BOS, EOS, PAD
+from adl.runtime.data.tokenizer import BOS, EOS, PAD
+from adl.runtime.decode.search import Hypothesis, length_penalty
 
 
 @torch.no_grad()

@@ -36,7 +36,7 @@ def main() -> None:
     args = p.parse_args()
 
     from adl.runtime.config import preset_files
-    from adl.runtime.configure import data_files
+    from adl.runtime.run.configure import data_files
 
     files = args.files or sorted(
         (str(f) for f in preset_files(args.preset)), key=lambda f: not f.endswith(".enc.adl")

@@ -5,7 +5,7 @@ import random
 import sqlite3
 import zipfile
 
-from adl.runtime import bible
+from adl.runtime.data import bible
 
 WORDS = [
     ("the man", "l'homme"),

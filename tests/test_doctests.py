@@ -8,7 +8,7 @@ from conftest import ROOT
 
 
 def _modules_with_examples():
-    for top, package in (("adl", "adl"), ("runtime", "adl.runtime")):
+    for top, package in (("adl", "adl"),):
         for path in sorted((ROOT / top).rglob("*.py")):
             if ">>> " not in path.read_text(encoding="utf-8"):
                 continue

@@ -9,7 +9,7 @@ from conftest import ROOT, run_cli
 import adl
 from adl.runtime.config import ModelConfig
 from adl.runtime.errors import ConfigError
-from adl.runtime.model import check_model
+from adl.runtime.model.build import check_model
 
 ARCH = ROOT / "architectures"
 

@@ -13,8 +13,8 @@ import torch
 from conftest import ROOT, run_cli
 
 from adl import patterns, runtime
-from adl.runtime import viz
-from adl.runtime.figures import Heatmap, curves_size, heatmap_size, pixels
+from adl.runtime.run import viz
+from adl.runtime.run.figures import Heatmap, curves_size, heatmap_size, pixels
 
 SEVEN = ["cur", "prev", "next", "left", "right", "end", "start"]  # Raganato et al.'s seven
 g = patterns.gaussian

@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from adl.runtime.bible import bible
+    from adl.runtime.data.bible import bible
 
     info = bible(
         args.pair, out=args.out, max_words=args.max_words, wheel=args.wheel, cache=args.cache

@@ -46,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from adl.runtime.demo import demo
+    from adl.runtime.run.demo import demo
 
     demo(
         args.out,

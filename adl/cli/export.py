@@ -36,15 +36,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from adl.runtime.ct2 import convertible
-    from adl.runtime.export import export_run
+    from adl.runtime.decode.ct2 import convertible
+    from adl.runtime.model.export import export_run
 
     # a model CTranslate2 cannot take is refused before anything is written
     check = convertible if args.ctranslate2 else None
     out = export_run(args.run_dir, args.out, args.checkpoint, check)
     print(f"exported {args.run_dir} -> {out}")
     if args.ctranslate2:
-        from adl.runtime.ct2 import export_ctranslate2
+        from adl.runtime.decode.ct2 import export_ctranslate2
 
         where = export_ctranslate2(out, args.quantization)
         print(f"CTranslate2 model ({args.quantization}) -> {where}")

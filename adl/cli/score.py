@@ -50,8 +50,8 @@ def _read_input(args: argparse.Namespace) -> tuple[list[str], str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from adl.runtime import scoring
-    from adl.runtime.lines import read_lines
+    from adl.runtime.data.lines import read_lines
+    from adl.runtime.decode import scoring
 
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")

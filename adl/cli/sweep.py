@@ -1,7 +1,7 @@
 """``adl sweep``: a paper's comparison as one command (the runtime does the work).
 
 adl sweep SPEC.yaml [--out DIR] [--jobs N]      train what is not finished, write the table
-adl sweep you2020                                a bundled spec (runtime/sweeps/)
+adl sweep you2020                                a bundled spec (adl/runtime/sweeps/)
 adl sweep SPEC.yaml --check                      check the spec, say what would run
 adl sweep SPEC.yaml --status  (or a sweep folder)  which runs are done, running, failed, why
 adl sweep SPEC.yaml --executor slurm --slurm partition=dev --slurm gpus_per_node=1

@@ -62,7 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--preset",
         metavar="NAME|FILE",
-        help=f"a preset of runtime/presets ({', '.join(_presets())}) or a YAML file",
+        help=f"a preset of adl/runtime/presets ({', '.join(_presets())}) or a YAML file",
     )
     p.add_argument(
         "--set",
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give at most two .adl files: ENC.adl DEC.adl")
 
     from adl import runtime
-    from adl.runtime.configure import data_files
+    from adl.runtime.run.configure import data_files
 
     train = data_files(args.train, args.langs, args.train_src, args.train_tgt, "train")
     valid = data_files(args.valid, args.langs, args.valid_src, args.valid_tgt, "valid")
@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         summary = runtime.train(config, out, resume=args.resume)
     finally:
-        from adl.runtime.distributed import teardown
+        from adl.runtime.training.distributed import teardown
 
         teardown()
     if os.environ.get("RANK", "0") == "0":  # one line, from the first of several processes
@@ -160,8 +160,8 @@ def _launch(nproc: int, config, out: str, resume: bool) -> int:
     holds the run's lock for them while they train (the workers see ADL_RUN_LOCK_PID)."""
     import tempfile
 
-    from adl.runtime.distributed import launch
     from adl.runtime.rundir import LOCK_ENV, RunDir, RunLock
+    from adl.runtime.training.distributed import launch
 
     run = RunDir(Path(out))
     if resume and not (run.last.is_file() or run.step_files()):

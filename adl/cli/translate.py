@@ -116,8 +116,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _options(args: argparse.Namespace):
-    from adl.runtime.search import SearchOptions
-    from adl.runtime.translator import check_options
+    from adl.runtime.decode.search import SearchOptions
+    from adl.runtime.decode.translator import check_options
 
     if args.beam < 1:
         raise UsageError("--beam must be at least 1")
@@ -139,16 +139,16 @@ def _options(args: argparse.Namespace):
 
 def load_translator(args: argparse.Namespace):
     """The model (or ensemble) that ``args`` names, on its device."""
-    from adl.runtime.distributed import pick_device
+    from adl.runtime.training.distributed import pick_device
 
     device = pick_device(args.device)
     if getattr(args, "engine", "adl") == "ctranslate2":
-        from adl.runtime.ct2 import Ct2Translator
+        from adl.runtime.decode.ct2 import Ct2Translator
 
         if len(args.model) > 1:
             raise UsageError("--engine ctranslate2 decodes one model: give one --model")
         return Ct2Translator.load(args.model[0], str(device), args.compute_type)
-    from adl.runtime.translator import Translator
+    from adl.runtime.decode.translator import Translator
 
     return Translator.load(
         args.model, args.checkpoint, device, args.decode_attention, args.ensemble_mode
@@ -172,7 +172,7 @@ def _progress(total: int | None):
 def _translate_stream(args, translator, source, total, write) -> None:
     """Translate numbered lines as they come from ``source`` (a LineStream), batching what
     is already read, writing each output line at once; a warning per cut line."""
-    from adl.runtime.translator import translate_stream
+    from adl.runtime.decode.translator import translate_stream
 
     options = _options(args)
     most = max(1, options.max_tokens // options.beam)
@@ -200,8 +200,8 @@ def _count_lines(path: str) -> int | None:
 
 
 def run_translate(args: argparse.Namespace) -> int:
+    from adl.runtime.data.lines import LineStream
     from adl.runtime.errors import DataError
-    from adl.runtime.lines import LineStream
 
     _options(args)
     translator = load_translator(args)
@@ -248,8 +248,8 @@ def _write(path: str | None, lines: list[str]) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from adl.runtime.inference import report, score
-    from adl.runtime.lines import LineStream, read_lines
+    from adl.runtime.data.lines import LineStream, read_lines
+    from adl.runtime.decode.inference import report, score
 
     refs = read_lines(args.ref, allow_empty=True)
     if args.hyp is not None:

@@ -115,7 +115,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_pattern(args: argparse.Namespace) -> int:
-    from adl.runtime import viz
+    from adl.runtime.run import viz
 
     path = viz.draw_pattern(
         args.layer,
@@ -130,7 +130,7 @@ def run_pattern(args: argparse.Namespace) -> int:
 
 
 def run_attention(args: argparse.Namespace) -> int:
-    from adl.runtime import viz
+    from adl.runtime.run import viz
 
     picture = viz.draw_attention(
         args.model,
@@ -153,7 +153,7 @@ def run_attention(args: argparse.Namespace) -> int:
 
 
 def run_curves(args: argparse.Namespace) -> int:
-    from adl.runtime import viz
+    from adl.runtime.run import viz
 
     path = viz.draw_run_curves(args.run_dir, args.out)
     print(path)

@@ -2,8 +2,8 @@
 that names the file, else ``adl compile``'s defaults.
 
 A sweep spec (a YAML file with ``systems:``) in the file's folder or up to
-:data:`PARENTS` folders above it, then the bundled specs (``runtime/sweeps``), then the
-bundled presets (``runtime/presets``, by their ``architectures:`` lists): the first that
+:data:`PARENTS` folders above it, then the bundled specs (``adl/runtime/sweeps``), then the
+bundled presets (``adl/runtime/presets``, by their ``architectures:`` lists): the first that
 names the file gives its ``d_model``, ``heads``, ``dropout`` and ``$variables``, as the
 sweep's run of that system (or ``adl compile --check --preset NAME FILE``) would check it. A
 sweep's system also names the file's partner (its encoder or decoder).
@@ -67,7 +67,7 @@ class SettingsFinder:
             if found is not None:
                 return found
         root = _bundled_root()
-        if root is not None and root.parent in path.parents:
+        if root is not None and root.parents[1] in path.parents:  # in the source tree
             for preset in sorted((root / "presets").glob("*.yaml")):
                 found = self._named(preset, self._read_preset).get(path)
                 if found is not None:
@@ -77,7 +77,7 @@ class SettingsFinder:
     def _sweep_files(self, path: Path) -> Iterator[Path]:
         folders = [path.parent, *list(path.parent.parents)[:PARENTS]]
         root = _bundled_root()
-        if root is not None and root.parent in path.parents:
+        if root is not None and root.parents[1] in path.parents:  # in the source tree
             folders.append(root / "sweeps")
         for folder in dict.fromkeys(folders):
             try:

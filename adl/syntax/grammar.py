@@ -1,4 +1,4 @@
-"""The one ADL grammar, ``grammar/adl.lark``, loaded once.
+"""The one ADL grammar, ``adl/grammar/adl.lark``, loaded once.
 
 The file ships inside the wheel as the package data of ``adl.grammar`` (pyproject maps the
 top-level ``grammar/`` folder to that package), so an installed ``adl`` finds it without the

@@ -3,7 +3,7 @@ checkpoints' greedy translations of the validation sample, one sacrebleu call fo
 ``selection.py``) against the wall-clock since its clock started and against the target
 tokens it had trained on: four panels, a colour per system, a line per seed.
 
-Drawn with matplotlib's Agg canvas, as ``adl.runtime.figures`` draws (no pyplot).
+Drawn with matplotlib's Agg canvas, as ``adl.runtime.run.figures`` draws (no pyplot).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ writes them; name them with ``langs`` when there are more than two).
 
 The validation sample is the one ADL decodes at each of its validations: of the first
 ``valid_max`` validation pairs, those within ``max_len`` pieces, and of those the fixed
-sample of ``valid_sample`` (``adl.runtime.validate.bleu_sample``), found here with ADL's own
+sample of ``valid_sample`` (``adl.runtime.training.validate.bleu_sample``), found here with ADL's own
 reader, filter and sampler. Its source and reference text are ADL's too, so one sacrebleu
 call scores every system's translations of it alike.
 """
@@ -18,10 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from adl.runtime.config import DataConfig
-from adl.runtime.corpus import read_parallel
-from adl.runtime.data import Limits, encode_pairs, read_lines
-from adl.runtime.tokenizer import Tokenizers, train_sentencepiece
-from adl.runtime.validate import bleu_sample
+from adl.runtime.data.corpus import read_parallel
+from adl.runtime.data.data import Limits, encode_pairs, read_lines
+from adl.runtime.data.tokenizer import Tokenizers, train_sentencepiece
+from adl.runtime.training.validate import bleu_sample
 
 from .base import Data
 from .recipe import Recipe

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from adl.runtime.config import Config
-from adl.runtime.configure import configure
+from adl.runtime.run.configure import configure
 
 ARCH = ("architectures/transformer.enc.adl", "architectures/transformer.dec.adl")
 

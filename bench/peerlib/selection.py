@@ -5,8 +5,8 @@ its greedy translations, with one sacrebleu call (``table.score``) on detokenise
 best checkpoint by the recipe's metric (``bleu`` or ``chrf``) is the first with the highest
 value; the averages of the last ``k`` checkpoints, ``k`` = 2 .. ``average_last``, are scored
 alike, and the best average replaces the best checkpoint only when it scores strictly
-higher: ADL's ``train.average_last`` rule (runtime/averaging.py), with its comparison
-(``adl.runtime.checkpoint.better``).
+higher: ADL's ``train.average_last`` rule (adl/runtime/model/averaging.py), with its comparison
+(``adl.runtime.model.checkpoint.better``).
 
 ADL applies the rule itself during its run, at every validation (on the clock) and at the
 end (after it); its choice and its curve are read from the run (``adl_selection``). The
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from adl.runtime.checkpoint import better
+from adl.runtime.model.checkpoint import better
 
 from .base import Checkpoint, Step, System, TrainStats, read_lines
 from .table import score

@@ -3,7 +3,7 @@ paired test of ADL against each peer on their concatenated test translations.
 
 The paired test is sacrebleu's paired bootstrap resampling (1,000 resamples; two-sided: it
 counts how often the resampled absolute difference, centred, exceeds the real one), run by
-ADL's ``runtime/sweep/significance.py`` on the outputs of the seeds both systems have,
+ADL's ``adl/runtime/sweep/significance.py`` on the outputs of the seeds both systems have,
 concatenated in seed order (seed s of ADL against seed s of the peer, sentence by sentence,
 the references repeated once per seed). A difference with p >= ``ALPHA`` is inside the
 noise and is written as a tie.

@@ -15,8 +15,8 @@ def read(path):
 
 
 def test_a_bundled_sweep_names_its_files():
-    sweep = read(ROOT / "runtime" / "sweeps" / "you2020.yaml")
-    preset = read(ROOT / "runtime" / "presets" / f"{sweep['preset']}.yaml")["model"]
+    sweep = read(ROOT / "adl" / "runtime" / "sweeps" / "you2020.yaml")
+    preset = read(ROOT / "adl" / "runtime" / "presets" / f"{sweep['preset']}.yaml")["model"]
     found = SettingsFinder().settings(ROOT / "architectures" / "you2020" / "hc_all.dec.adl")
     assert found.origin.endswith("sweeps/you2020.yaml, system HC-ALL")
     assert (found.d_model, found.heads, found.dropout) == (
@@ -24,17 +24,17 @@ def test_a_bundled_sweep_names_its_files():
         preset["heads"],
         preset["dropout"],
     )
-    assert dict(found.vars) == {**preset.get("vars", {}), **sweep["vars"]}
+    assert dict(found.vars) == {**preset.get("vars", {}), **sweep.get("vars", {})}
     assert found.partner == (ROOT / "architectures" / "you2020" / "hc_sa.enc.adl")
 
 
 def test_a_bundled_preset_names_its_files():
     first = sorted(
         p.stem
-        for p in (ROOT / "runtime" / "presets").glob("*.yaml")
+        for p in (ROOT / "adl" / "runtime" / "presets").glob("*.yaml")
         if "transformer.enc.adl" in (read(p).get("architectures") or [])
     )[0]
-    model = read(ROOT / "runtime" / "presets" / f"{first}.yaml")["model"]
+    model = read(ROOT / "adl" / "runtime" / "presets" / f"{first}.yaml")["model"]
     found = SettingsFinder().settings(ROOT / "architectures" / "transformer.enc.adl")
     assert found.origin == f"preset {first}"
     assert (found.d_model, found.heads, dict(found.vars)) == (
@@ -64,7 +64,7 @@ def test_a_spec_above_the_file_and_its_changes(tmp_path):
     finder = SettingsFinder()
     found = finder.settings(enc)
     assert (found.d_model, dict(found.vars)) == (
-        read(ROOT / "runtime/presets/tiny.yaml")["model"]["d_model"],
+        read(ROOT / "adl/runtime/presets/tiny.yaml")["model"]["d_model"],
         {"ff": 128},
     )
     assert found.partner == dec.resolve() and "system A" in found.origin

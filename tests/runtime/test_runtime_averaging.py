@@ -10,11 +10,13 @@ import torch
 from runtime_helpers import reverse_config
 
 from adl import runtime
-from adl.runtime import checkpoint as ckpt
 from adl.runtime.config import ConfigError
+from adl.runtime.model import checkpoint as ckpt
 from adl.runtime.rundir import RunDir
 
-TRAIN = importlib.import_module("adl.runtime.train")  # the module (runtime.train is the function)
+TRAIN = importlib.import_module(
+    "adl.runtime.training.train"
+)  # the module (runtime.train is the function)
 
 
 def config(tmp_path, *sets):

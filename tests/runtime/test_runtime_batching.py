@@ -4,9 +4,9 @@ import random
 
 import torch
 
-from adl.runtime.batching import BatchStream, collate, make_batches
-from adl.runtime.data import FilterStats, ParallelData, TokenArray
-from adl.runtime.tokenizer import BOS, EOS, PAD
+from adl.runtime.data.batching import BatchStream, collate, make_batches
+from adl.runtime.data.data import FilterStats, ParallelData, TokenArray
+from adl.runtime.data.tokenizer import BOS, EOS, PAD
 
 
 def dataset(n=300, seed=0) -> ParallelData:

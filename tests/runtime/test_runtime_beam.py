@@ -9,8 +9,15 @@ import torch
 from runtime_helpers import DEC, ENC
 
 import adl
-from adl.runtime.search import FullRecompute, Hypothesis, beam, greedy, length_penalty, pad_batch
-from adl.runtime.tokenizer import BOS, EOS, PAD
+from adl.runtime.data.tokenizer import BOS, EOS, PAD
+from adl.runtime.decode.search import (
+    FullRecompute,
+    Hypothesis,
+    beam,
+    greedy,
+    length_penalty,
+    pad_batch,
+)
 
 FAMILIES = {
     "transformer": (ENC, DEC),

@@ -9,11 +9,13 @@ import pytest
 from runtime_helpers import reverse_config
 
 from adl import runtime
-from adl.runtime import checkpoint as ckpt
+from adl.runtime.model import checkpoint as ckpt
 from adl.runtime.rundir import RunDir
 
 CAP = math.exp(100.0)  # what validate reports for any loss above 100 nats
-TRAIN = importlib.import_module("adl.runtime.train")  # the module (runtime.train is the function)
+TRAIN = importlib.import_module(
+    "adl.runtime.training.train"
+)  # the module (runtime.train is the function)
 
 
 def config(tmp_path, *sets):

@@ -9,8 +9,8 @@ from conftest import run_cli
 from runtime_helpers import model_files, reverse_task
 
 from adl import runtime
-from adl.runtime import checkpoint as ckpt
 from adl.runtime.errors import CheckpointError
+from adl.runtime.model import checkpoint as ckpt
 from adl.runtime.rundir import RunDir
 
 DOUBLING = (

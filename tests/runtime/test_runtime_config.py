@@ -9,8 +9,8 @@ from conftest import run_cli
 
 from adl.runtime import config as cfg
 from adl.runtime.config import load_config
-from adl.runtime.configure import configure
 from adl.runtime.errors import ConfigError
+from adl.runtime.run.configure import configure
 
 
 def test_every_default_has_a_comment():
@@ -158,6 +158,6 @@ def test_the_wheel_ships_the_presets(project_wheel):
 
     names = zipfile.ZipFile(project_wheel).namelist()
     assert {f"adl/runtime/presets/{p}.yaml" for p in cfg.presets()} <= set(names)
-    assert "adl/runtime/worker.py" in names and "adl/cli/train.py" in names
+    assert "adl/runtime/training/worker.py" in names and "adl/cli/train.py" in names
     # one installed package: no top-level `runtime` module beside `adl`
     assert {n.split("/")[0] for n in names if not n.startswith("adl-")} == {"adl"}

@@ -8,7 +8,7 @@ import sys
 from conftest import run_cli
 from runtime_helpers import QUICK, data_args, env, model_files, reverse_task
 
-from adl.runtime import checkpoint as ckpt
+from adl.runtime.model import checkpoint as ckpt
 
 # Each rank trains through the runtime API, records the examples it trained on and every
 # write it makes under the run directory (through an audit hook, which sees the writes of

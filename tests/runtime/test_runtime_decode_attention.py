@@ -7,8 +7,8 @@ from runtime_helpers import QUICK, data_args, model_files, reverse_task
 
 from adl import runtime
 from adl.nn.attention import DotAttention
-from adl.runtime.inference import translate_lines
-from adl.runtime.search import SearchOptions
+from adl.runtime.decode.inference import translate_lines
+from adl.runtime.decode.search import SearchOptions
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""Ensembles (runtime/ensemble.py, ``adl translate --model A B``) and forced-decoding scores
-(runtime/scoring.py, ``adl score``), on a trained reverse-task run."""
+"""Ensembles (adl/runtime/decode/ensemble.py, ``adl translate --model A B``) and forced-decoding scores
+(adl/runtime/decode/scoring.py, ``adl score``), on a trained reverse-task run."""
 
 import copy
 import json
@@ -12,11 +12,11 @@ from conftest import run_cli
 from runtime_helpers import train_reverse_run
 
 import adl
-from adl.runtime.ensemble import Ensemble, check_vocabularies
+from adl.runtime.data.tokenizer import BOS, EOS
+from adl.runtime.decode.ensemble import Ensemble, check_vocabularies
+from adl.runtime.decode.scoring import read_contrastive
+from adl.runtime.decode.translator import Translator
 from adl.runtime.errors import ConfigError
-from adl.runtime.scoring import read_contrastive
-from adl.runtime.tokenizer import BOS, EOS
-from adl.runtime.translator import Translator
 
 SOURCES = ["a b c d", "q r s", "f g h i j", "t s a"]
 REVERSED = ["d c b a", "s r q", "j i h g f", "a s t"]

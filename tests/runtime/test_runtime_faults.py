@@ -11,8 +11,8 @@ import torch
 from runtime_helpers import QUICK, data_args, model_files, reverse_config, reverse_task, start_adl
 
 from adl import runtime
-from adl.runtime import checkpoint as ckpt
 from adl.runtime.errors import TrainingStopped
+from adl.runtime.model import checkpoint as ckpt
 from adl.runtime.rundir import RunDir
 
 

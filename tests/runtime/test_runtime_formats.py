@@ -9,11 +9,11 @@ from conftest import run_cli
 from runtime_helpers import QUICK, model_files
 
 from adl.runtime.config import Config, DataConfig
-from adl.runtime.configure import configure, data_files
-from adl.runtime.corpus import read_lines, read_pairs, read_split
-from adl.runtime.data import files_of
+from adl.runtime.data.corpus import read_lines, read_pairs, read_split
+from adl.runtime.data.data import files_of
+from adl.runtime.data.tokenizer import make_tokenizers
 from adl.runtime.errors import ConfigError, DataError
-from adl.runtime.tokenizer import make_tokenizers
+from adl.runtime.run.configure import configure, data_files
 
 PAIRS = [("a b", "x y"), ("c", "z"), ("d e f", "u v w")]
 

@@ -11,10 +11,10 @@ from conftest import run_cli
 from runtime_helpers import ENC, QUICK, WORDS
 
 import adl
-from adl.runtime.corpus import TextPairs
-from adl.runtime.data import Limits, encode_pairs
-from adl.runtime.tokenizer import EOS
-from adl.runtime.validate import greedy_ids
+from adl.runtime.data.corpus import TextPairs
+from adl.runtime.data.data import Limits, encode_pairs
+from adl.runtime.data.tokenizer import EOS
+from adl.runtime.training.validate import greedy_ids
 
 LEARN_POS_DEC = (
     "learn_pos(max_len=10) -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) "

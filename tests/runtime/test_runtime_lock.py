@@ -16,8 +16,8 @@ from conftest import run_cli
 from runtime_helpers import QUICK, adl_command, data_args, env, model_files, reverse_task, start_adl
 
 from adl import runtime
-from adl.runtime import checkpoint as ckpt
 from adl.runtime.errors import RunDirError
+from adl.runtime.model import checkpoint as ckpt
 from adl.runtime.rundir import LOCK_ENV, Holder, RunDir, RunLock, held_for_me
 
 HOLDER = r"\(pid \d+ on \S+ since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)"

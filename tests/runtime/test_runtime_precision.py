@@ -10,10 +10,10 @@ import yaml
 from runtime_helpers import model_files, reverse_task
 
 from adl import runtime
-from adl.runtime import checkpoint as ckpt
 from adl.runtime.config import from_dict, load_config
 from adl.runtime.errors import ConfigError
-from adl.runtime.precision import Capability, select
+from adl.runtime.model import checkpoint as ckpt
+from adl.runtime.training.precision import Capability, select
 
 CUDA = torch.device("cuda", 0)
 AMPERE = Capability(bf16=True, fp16=True, name="A100")

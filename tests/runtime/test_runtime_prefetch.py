@@ -6,9 +6,9 @@ import pytest
 import torch
 from test_runtime_batching import dataset
 
-from adl.runtime.batching import BatchStream
+from adl.runtime.data.batching import BatchStream
+from adl.runtime.data.prefetch import Prefetcher, pinned
 from adl.runtime.errors import DataError
-from adl.runtime.prefetch import Prefetcher, pinned
 
 CPU = torch.device("cpu")
 

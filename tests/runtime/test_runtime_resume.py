@@ -9,7 +9,7 @@ import time
 import torch
 from runtime_helpers import QUICK, adl_command, data_args, env, model_files, reverse_task, run_adl
 
-from adl.runtime import checkpoint as ckpt
+from adl.runtime.model import checkpoint as ckpt
 from adl.runtime.rundir import RunDir
 
 N = 150

@@ -14,7 +14,7 @@ import pytest
 from conftest import run_cli
 from runtime_helpers import QUICK, data_args, model_files, reverse_task
 
-from adl.runtime import checkpoint as ckpt
+from adl.runtime.model import checkpoint as ckpt
 from adl.runtime.rundir import RunDir, filesystem_error
 
 

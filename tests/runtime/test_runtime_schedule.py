@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from adl.runtime.config import ScheduleConfig
-from adl.runtime.loss import token_loss
-from adl.runtime.schedule import Schedule
+from adl.runtime.training.loss import token_loss
+from adl.runtime.training.schedule import Schedule
 
 
 def test_inverse_sqrt_warms_up_then_decays():

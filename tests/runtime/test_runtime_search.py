@@ -4,8 +4,8 @@ import torch
 from runtime_helpers import DEC, ENC
 
 import adl
-from adl.runtime.search import greedy, pad_batch
-from adl.runtime.tokenizer import BOS, EOS, PAD
+from adl.runtime.data.tokenizer import BOS, EOS, PAD
+from adl.runtime.decode.search import greedy, pad_batch
 
 
 def small_model(seed=0):

@@ -9,8 +9,8 @@ import torch
 from conftest import ROOT
 from test_runtime_beam import FAMILIES, build, sources, words_for
 
-from adl.runtime.search import beam, check_every, greedy
-from adl.runtime.tokenizer import EOS
+from adl.runtime.data.tokenizer import EOS
+from adl.runtime.decode.search import beam, check_every, greedy
 
 sys.path.insert(0, str(ROOT / "bench"))
 from search_reference import beam_reference, greedy_reference  # noqa: E402

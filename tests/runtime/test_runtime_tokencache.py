@@ -7,10 +7,10 @@ from runtime_helpers import model_files, reverse_task
 
 from adl import runtime
 from adl.runtime.config import DataConfig
-from adl.runtime.corpus import read_parallel
-from adl.runtime.data import tokenize
-from adl.runtime.tokencache import DEFAULT_NAME, TokenCache
-from adl.runtime.tokenizer import Tokenizers, make_tokenizers
+from adl.runtime.data.corpus import read_parallel
+from adl.runtime.data.data import tokenize
+from adl.runtime.data.tokencache import DEFAULT_NAME, TokenCache
+from adl.runtime.data.tokenizer import Tokenizers, make_tokenizers
 
 SETS = ["d_model=32", "max_tokens=256", "max_steps=1"]
 

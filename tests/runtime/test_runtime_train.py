@@ -166,7 +166,7 @@ def test_gradient_accumulation_equals_one_big_batch(tmp_path):
     normalised by the update's target tokens, padding is masked)."""
     import torch
 
-    from adl.runtime.batching import collate
+    from adl.runtime.data.batching import collate
 
     paths = reverse_task(tmp_path / "data", train=100, valid=5)
     config = runtime.configure(

@@ -9,7 +9,7 @@ import torch
 from conftest import run_cli
 from runtime_helpers import train_reverse_run
 
-from adl.runtime import checkpoint as ckpt
+from adl.runtime.model import checkpoint as ckpt
 
 
 @pytest.fixture(scope="module")
@@ -247,7 +247,7 @@ def test_an_overlong_line_is_cut_with_a_warning_and_loses_no_other_line(run, tmp
         assert "more than the model's 7 source positions" in warnings[0]
         assert "learn_pos(max_seq_len=8)" in warnings[0]
     # the Python API cuts it the same way and says so as a warning
-    from adl.runtime.translator import Translator
+    from adl.runtime.decode.translator import Translator
 
     translator = Translator.load(path)
     with pytest.warns(UserWarning, match="line 2: .* more than the model's 7 source positions"):

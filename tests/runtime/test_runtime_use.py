@@ -9,8 +9,8 @@ from conftest import run_cli
 from runtime_helpers import train_reverse_run
 
 import adl
+from adl.runtime.data.tokenizer import BOS, EOS
 from adl.runtime.errors import CheckpointError
-from adl.runtime.tokenizer import BOS, EOS
 
 SENTENCES = ["a b c d", "q r s", "", "f g h i j", "t s a"]
 
@@ -63,7 +63,7 @@ def test_score_is_the_teacher_forced_sum_of_log_softmax(run):
 
 
 def t_options(**kw):
-    from adl.runtime.search import SearchOptions
+    from adl.runtime.decode.search import SearchOptions
 
     return SearchOptions(**kw)
 
@@ -166,7 +166,7 @@ def test_the_ctranslate2_export_decodes_like_adl(run, exported):
     assert code == 0, err
     got = stdout.splitlines()
     assert got[:20] == expected[:20]
-    from adl.runtime.ct2 import Ct2Translator
+    from adl.runtime.decode.ct2 import Ct2Translator
 
     ct2 = Ct2Translator.load(exported)
     assert ct2.translate(lines, beam=1) == expected
@@ -191,7 +191,7 @@ def test_the_ctranslate2_export_decodes_like_adl(run, exported):
 def test_ctranslate2_refuses_other_layers_naming_them_and_where(run, tmp_path):
     pytest.importorskip("ctranslate2")
     tmp, out = run
-    from adl.runtime import checkpoint as ckpt
+    from adl.runtime.model import checkpoint as ckpt
 
     state = ckpt.load(out / "checkpoints" / "last.pt")
     spec = dict(state["spec"])

@@ -9,11 +9,11 @@ from conftest import run_cli
 from runtime_helpers import DEC, ENC, QUICK, data_args, model_files, reverse_task
 
 import adl
-from adl.runtime import validate as validation
 from adl.runtime.config import load_config
-from adl.runtime.corpus import TextPairs
-from adl.runtime.data import encode_pairs
-from adl.runtime.validate import bleu_sample
+from adl.runtime.data.corpus import TextPairs
+from adl.runtime.data.data import encode_pairs
+from adl.runtime.training import validate as validation
+from adl.runtime.training.validate import bleu_sample
 
 
 def test_the_bleu_sample_is_fixed_sorted_and_bounded():

@@ -16,7 +16,7 @@ def main() -> int:
     clock = Clock(take(args, "--peer-stats"))
 
     from adl.cli import main as adl
-    from adl.runtime.train import Trainer
+    from adl.runtime.training.train import Trainer
 
     update, checkpoint = Trainer._update, Trainer._checkpoint
 

@@ -30,7 +30,7 @@ import torch
 from peerclock import Clock
 from torch import Tensor, nn
 
-from adl.runtime.search import FullRecompute, SearchOptions, search_ids
+from adl.runtime.decode.search import FullRecompute, SearchOptions, search_ids
 
 PAD, BOS, EOS = 0, 1, 2
 

@@ -1,0 +1,377 @@
+"""Decoding through the model's incremental interface (``model.start`` / ``model.step``).
+
+``greedy`` and ``beam`` decode a padded batch; sentences that are done leave the batch
+(``memory.reorder`` / ``state.reorder``), so the cost follows the sentences still running.
+``translate`` goes from text to text in length-sorted batches.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from adl.runtime.data.tokenizer import BOS, EOS, PAD
+
+
+def check_every(device: torch.device, every: int | None = None) -> int:
+    """Steps between the host's looks at which sentences are done (``every``, or the
+    device's default: :data:`CHECK_EVERY`)."""
+    if every is not None:
+        if every < 1:
+            raise ValueError("check_every must be at least 1")
+        return every
+    return CHECK_EVERY.get(device.type, CHECK_EVERY_ACCELERATOR)
+
+
+# How often the search reads the device. The only host read inside the loop asks which
+# sentences are done (one small tensor), to stop, and to drop finished sentences from the
+# batch. On a CPU reading is free, and dropping a finished sentence at once saves its
+# compute. On a GPU each read waits for the device to drain its queue of kernels, while a
+# finished sentence that stays a few steps costs little (its rows ride in the same batched
+# kernels): the search looks every 8 steps, an eighth of the synchronisations, at most 7
+# wasted steps per finished sentence.
+CHECK_EVERY = {"cpu": 1}
+CHECK_EVERY_ACCELERATOR = 8
+
+
+def _limits(max_len: Tensor | int, b: int, device: torch.device) -> tuple[Tensor, int]:
+    """(the per-row limit on the device, the largest limit as a Python int)."""
+    limit = (
+        torch.full((b,), max_len, dtype=torch.long)
+        if isinstance(max_len, int)
+        else max_len.long().cpu()
+    )
+    return limit.to(device), int(limit.max()) if b else 0
+
+
+@torch.no_grad()
+def greedy(
+    model,
+    src: Tensor,
+    src_words: Tensor | None = None,
+    max_len: Tensor | int = 100,
+    every: int | None = None,
+) -> list[list[int]]:
+    """The argmax translation of each row of ``src`` (B, S), without bos/eos.
+
+    ``max_len``: tokens at most per row (an int, or a (B,) tensor). The state stays on the
+    device; the host looks at it every ``every`` steps (:func:`check_every`) to stop and to
+    drop finished rows, and reads the translations once at the end."""
+    b, device = src.size(0), src.device
+    limit, longest = _limits(max_len, b, device)
+    every = check_every(device, every)
+    memory, state = model.start(src, src_words)
+    rows = torch.arange(b, device=device)  # original row of each row in the batch
+    done = torch.zeros(b, dtype=torch.bool, device=device)
+    tokens = torch.full((b,), BOS, dtype=torch.long, device=device)
+    out = torch.full((b, max(longest, 1)), PAD, dtype=torch.long, device=device)
+    for t in range(longest):
+        logp = model.step(tokens, memory, state)  # (b_live, V)
+        logp[:, PAD] = float("-inf")
+        logp[:, BOS] = float("-inf")
+        tokens = logp.argmax(-1)  # (b_live,)
+        ended = tokens.eq(EOS)
+        out[rows, t] = torch.where(done | ended, PAD, tokens)  # rows done write nothing
+        done = done | ended | (limit <= t + 1)
+        if (t + 1) % every == 0 and t + 1 < longest:
+            live = (~done).nonzero().squeeze(1)  # the one host read
+            if live.numel() == 0:
+                break
+            if live.numel() < done.numel():  # drop finished rows from the batch
+                memory = memory.reorder(live)
+                state.reorder(live)
+                tokens, rows, done, limit = (
+                    x.index_select(0, live) for x in (tokens, rows, done, limit)
+                )
+    return [[tok for tok in row if tok != PAD] for row in out.tolist()]
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """One translation: its tokens (no bos/eos), the model's log-probability of them and of
+    the final eos, and that score with the length penalty (what the search ranks by)."""
+
+    tokens: list[int]
+    score: float
+    normalized: float
+
+
+def length_penalty(length: int, kind: str = "fairseq", alpha: float = 1.0) -> float:
+    """The divisor of a hypothesis' log-probability. ``fairseq``: length^α; ``gnmt``
+    (Wu et al. 2016): ((5 + length) / 6)^α; ``none``: 1. ``length`` counts the eos."""
+    if kind == "none" or alpha == 0:
+        return 1.0
+    if kind == "fairseq":
+        return float(length) ** alpha
+    if kind == "gnmt":
+        return ((5.0 + length) / 6.0) ** alpha
+    raise ValueError(f"unknown length penalty {kind!r}: fairseq, gnmt or none")
+
+
+@torch.no_grad()
+def beam(
+    model,
+    src: Tensor,
+    size: int = 5,
+    src_words: Tensor | None = None,
+    max_len: Tensor | int = 100,
+    penalty: str = "fairseq",
+    alpha: float = 1.0,
+    nbest: int = 1,
+    every: int | None = None,
+) -> list[list[Hypothesis]]:
+    """Beam search over each row of ``src`` (B, S): the ``nbest`` best hypotheses of each.
+
+    Every step scores the ``size`` live hypotheses of each sentence with one call to
+    ``model.step`` (the cache holds B × size rows), keeps the best ``size`` continuations,
+    and sets aside a hypothesis when it ends in eos (among the best ``size`` candidates).
+    A sentence is done when ``size`` hypotheses have finished (or at ``max_len`` tokens,
+    where only eos may follow).
+
+    All of it is tensor operations on the device: the live hypotheses (n, k) with their
+    prefixes, and the finished ones in per-sentence slots in the order they finished. The
+    host looks at which sentences are done every ``every`` steps (:func:`check_every`) to
+    stop and to drop them from the batch, and reads the hypotheses once at the end."""
+    length_penalty(1, penalty, alpha)  # an unknown penalty fails before any work
+    b, k, device = src.size(0), size, src.device
+    limit, longest = _limits(max_len, b, device)
+    every = check_every(device, every)
+    memory, state = model.start(src, src_words)
+    memory = memory.reorder(torch.arange(b, device=device).repeat_interleave(k))
+    state.reorder(torch.arange(b, device=device).repeat_interleave(k))  # k rows a sentence
+    rows = torch.arange(b, device=device)  # original sentence of each sentence in the batch
+    done = torch.zeros(b, dtype=torch.bool, device=device)
+    scores = torch.full((b, k), float("-inf"), device=device)
+    scores[:, 0] = 0.0  # one hypothesis to start from, not k copies
+    prefix = torch.empty(b, k, 0, dtype=torch.long, device=device)  # (n, k, t)
+    tokens = torch.full((b * k,), BOS, dtype=torch.long, device=device)
+    # finished hypotheses: k slots per sentence in the order they finished, + 1 spare slot
+    # that takes the writes of candidates that do not finish
+    fin_tokens = torch.full((b, k + 1, max(longest, 1)), PAD, dtype=torch.long, device=device)
+    fin_score = torch.zeros(b, k + 1, device=device)
+    fin_len = torch.zeros(b, k + 1, dtype=torch.long, device=device)
+    fin_count = torch.zeros(b, dtype=torch.long, device=device)
+    width = 0  # candidates per sentence each step
+    for t in range(longest + 1):
+        logp = model.step(tokens, memory, state)  # (n·k, V)
+        n, vocab = scores.size(0), logp.size(-1)
+        logp[:, PAD] = float("-inf")
+        logp[:, BOS] = float("-inf")
+        # at the length limit only eos may follow
+        at_limit = (limit <= t).repeat_interleave(k).unsqueeze(1)  # (n·k, 1)
+        not_eos = torch.arange(vocab, device=device).ne(EOS)
+        logp = logp.masked_fill(at_limit & not_eos, float("-inf"))
+        total = (scores.view(-1, 1) + logp).view(n, k * vocab)
+        width = min(2 * k, k * vocab)
+        best, index = total.topk(width, dim=-1)  # (n, 2k) candidates, best first
+        beam_i, tok = index.div(vocab, rounding_mode="floor"), index.remainder(vocab)
+        real = best.ne(float("-inf"))
+        rank = torch.arange(width, device=device)
+        is_eos = tok.eq(EOS)
+
+        # eos among the best k candidates: finished, while the sentence has room
+        ends = is_eos & real & (rank < k) & ~done.unsqueeze(1)
+        slot = fin_count[rows].unsqueeze(1) + ends.long().cumsum(1) - 1
+        ends &= slot < k
+        slot = torch.where(ends, slot, k)  # the spare slot for the rest
+        where = (rows.unsqueeze(1).expand(n, width), slot)
+        fin_score[where] = best
+        fin_len[where] = t
+        if t:
+            ended = prefix.gather(1, beam_i.unsqueeze(2).expand(n, width, t))  # (n, 2k, t)
+            fin_tokens[where[0], where[1], :t] = ended
+        fin_count.index_add_(0, rows, ends.sum(1))
+
+        # the best k candidates that do not end go on (rank order); fewer than k: the best
+        # repeated with score -inf
+        goes_on = ~is_eos & real
+        order = torch.where(goes_on, rank, rank + width).argsort(1)[:, :k]  # (n, k)
+        spare = torch.arange(k, device=device) >= goes_on.sum(1, keepdim=True)
+        c_beam, c_tok = beam_i.gather(1, order), tok.gather(1, order)
+        c_beam = torch.where(spare, c_beam[:, :1], c_beam)
+        c_tok = torch.where(spare, c_tok[:, :1], c_tok)
+        scores = torch.where(spare, float("-inf"), best.gather(1, order))
+        done = done | (fin_count[rows] >= k) | ~goes_on.any(1)
+        keep = (torch.arange(n, device=device).unsqueeze(1) * k + c_beam).view(-1)  # (n·k,)
+        prefix = torch.cat(
+            [prefix.gather(1, c_beam.unsqueeze(2).expand(n, k, t)), c_tok.unsqueeze(2)], 2
+        )
+        tokens = c_tok.view(-1)
+        dropped = False
+        if (t + 1) % every == 0 or t == longest:
+            live = (~done).nonzero().squeeze(1)  # the one host read
+            if live.numel() == 0:
+                break
+            if live.numel() < n:  # drop finished sentences from the batch
+                dropped = True
+                keep = keep.view(n, k).index_select(0, live).view(-1)
+                tokens = tokens.view(n, k).index_select(0, live).view(-1)
+                scores, prefix, rows, done, limit = (
+                    x.index_select(0, live) for x in (scores, prefix, rows, done, limit)
+                )
+        if dropped:  # the source and what was made of it follow the sentences that stay
+            memory = memory.reorder(keep)
+        state.reorder(keep, source=dropped)  # within a sentence every row has its source
+    return _hypotheses(fin_tokens, fin_score, fin_len, fin_count, penalty, alpha, nbest)
+
+
+def _hypotheses(
+    fin_tokens: Tensor,
+    fin_score: Tensor,
+    fin_len: Tensor,
+    fin_count: Tensor,
+    penalty: str,
+    alpha: float,
+    nbest: int,
+) -> list[list[Hypothesis]]:
+    """The finished hypotheses read from the device (once), best first by the
+    length-penalised score (ties keep the order they finished in)."""
+    out = []
+    for toks, scores, lens, count in zip(
+        fin_tokens.tolist(), fin_score.tolist(), fin_len.tolist(), fin_count.tolist()
+    ):
+        hyps = [
+            Hypothesis(
+                toks[i][: lens[i]],
+                scores[i],
+                scores[i] / length_penalty(lens[i] + 1, penalty, alpha),
+            )
+            for i in range(count)
+        ]
+        out.append(sorted(hyps, key=lambda h: h.normalized, reverse=True)[:nbest])
+    return out
+
+
+class FullRecompute:
+    """A model behind the same ``start``/``step`` interface without any cache: every step
+    runs a full forward pass over the whole prefix. The reference incremental decoding is
+    tested against, and the baseline bench/decode.py measures the cache against."""
+
+    def __init__(self, model):
+        self.model = model
+        self.needs_src_words = getattr(model, "needs_src_words", False)
+
+    class Rows:
+        def __init__(self, src: Tensor, words: Tensor | None):
+            self.src, self.words = src, words
+
+        def reorder(self, index: Tensor) -> FullRecompute.Rows:
+            words = None if self.words is None else self.words.index_select(0, index)
+            return FullRecompute.Rows(self.src.index_select(0, index), words)
+
+    class Prefix:
+        def __init__(self, rows: int, device: torch.device):
+            self.tokens = torch.empty(rows, 0, dtype=torch.long, device=device)
+
+        def reorder(self, index: Tensor, source: bool = True) -> None:
+            self.tokens = self.tokens.index_select(0, index)
+
+    def start(self, src: Tensor, src_words: Tensor | None = None):
+        return FullRecompute.Rows(src, src_words), FullRecompute.Prefix(src.size(0), src.device)
+
+    def step(self, tokens: Tensor, memory: FullRecompute.Rows, state: FullRecompute.Prefix):
+        state.tokens = torch.cat([state.tokens, tokens.view(-1, 1)], 1)
+        logits = self.model(memory.src, state.tokens, memory.words)[:, -1]
+        return logits.log_softmax(-1)
+
+
+def pad_batch(seqs: Sequence[Sequence[int]], device: torch.device | str = "cpu") -> Tensor:
+    """Source token lists -> (B, S) with eos appended and padding."""
+    width = max(len(s) for s in seqs) + 1
+    src = torch.full((len(seqs), width), PAD, dtype=torch.long)
+    for row, s in enumerate(seqs):
+        src[row, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
+        src[row, len(s)] = EOS
+    return src.to(device)
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How to search: greedy (beam 1) or beam search, and how long a translation may be."""
+
+    beam: int = 1  # hypotheses kept per sentence; 1: greedy
+    nbest: int = 1  # hypotheses returned per sentence (at most beam)
+    penalty: str = "fairseq"  # length penalty: fairseq (length^alpha), gnmt or none
+    alpha: float = 1.0  # the length penalty's exponent
+    len_a: float = 1.5  # at most len_a x source length + len_b target tokens
+    len_b: int = 10
+    max_tokens: int = 4096  # source tokens per batch (sentences x longest)
+
+
+@torch.no_grad()
+def search_ids(
+    model,
+    tokenizers,
+    src_ids: Sequence[Sequence[int]],
+    options: SearchOptions = SearchOptions(),
+    device: torch.device | str = "cpu",
+    progress=None,
+) -> list[list[Hypothesis]]:
+    """The best hypotheses of tokenized sentences, in the given order (empty sentences get
+    one empty hypothesis). ``progress(n)`` is called with the sentences done so far."""
+    results: list[list[Hypothesis]] = [[Hypothesis([], 0.0, 0.0)] for _ in src_ids]
+    todo = [i for i in range(len(src_ids)) if len(src_ids[i])]
+    order = sorted(todo, key=lambda i: len(src_ids[i]))
+    needs_words = getattr(model, "needs_src_words", False)
+    width = options.beam
+    start, done = 0, len(src_ids) - len(todo)
+    while start < len(order):
+        end = start + 1  # grow the batch while sentences x beam x longest stays in max_tokens
+        while (
+            end < len(order)
+            and (end - start + 1) * width * (len(src_ids[order[end]]) + 1) <= options.max_tokens
+        ):
+            end += 1
+        chunk = order[start:end]
+        src = pad_batch([src_ids[i] for i in chunk], device)
+        words = tokenizers.word_ids(src) if needs_words else None
+        lengths = torch.tensor([len(src_ids[i]) for i in chunk], dtype=torch.float)
+        limit = (lengths * options.len_a + options.len_b).long().clamp_min(1)
+        if options.beam == 1 and options.nbest == 1:
+            found = [[Hypothesis(h, math.nan, math.nan)] for h in greedy(model, src, words, limit)]
+        else:
+            found = beam(
+                model,
+                src,
+                options.beam,
+                words,
+                limit,
+                options.penalty,
+                options.alpha,
+                options.nbest,
+            )
+        for i, hyps in zip(chunk, found):
+            results[i] = hyps or [Hypothesis([], -math.inf, -math.inf)]
+        done += len(chunk)
+        if progress is not None:
+            progress(done)
+        start = end
+    return results
+
+
+def translate_ids(
+    model,
+    tokenizers,
+    src_ids: Sequence[Sequence[int]],
+    *,
+    max_tokens: int = 4096,
+    len_a: float = 1.5,
+    len_b: int = 10,
+    device: torch.device | str = "cpu",
+    beam: int = 1,
+) -> list[list[int]]:
+    """The best translation (target ids) of tokenized sentences, in the given order."""
+    options = SearchOptions(beam=beam, len_a=len_a, len_b=len_b, max_tokens=max_tokens)
+    return [hyps[0].tokens for hyps in search_ids(model, tokenizers, src_ids, options, device)]
+
+
+def translate(model, tokenizers, lines: Sequence[str], **options) -> list[str]:
+    """Translations of raw sentences (sentencepiece in and out); greedy unless beam=k."""
+    if not lines:
+        return []
+    ids = translate_ids(model, tokenizers, tokenizers.encode_src(lines), **options)
+    return tokenizers.decode_tgt(ids)

@@ -1,0 +1,193 @@
+"""The engines that run a sweep's jobs: no scheduler of our own.
+
+- ``local``: the standard library's process pool, ``--jobs N`` processes at once, a fresh
+  process for each job (so that each run's peak memory is its own), each with its share of
+  the CPU threads, or one GPU each on a machine with GPUs. The processes are forked from
+  multiprocessing's fork server, which has imported torch and the runtime once (a job then
+  starts in milliseconds instead of seconds); where there is no fork server, spawned.
+- ``slurm``: submitit's Slurm executor, one array job, ``--jobs N`` tasks at once
+  (``slurm_array_parallelism``); a job that reaches its time limit is requeued by submitit
+  and resumes from its last checkpoint.
+- ``submitit-local``: submitit's local executor (every job at once, on this machine): the
+  Slurm path without a cluster, for trying it out and for the tests.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from adl.runtime.errors import UserError
+from adl.runtime.sweep.job import Job, run_job
+
+ENGINES = ("local", "slurm", "submitit-local")
+Done = Callable[[Job, dict[str, Any]], None]
+
+# submitit's parameters shared by its executors; anything else is a Slurm option (slurm_KEY)
+GENERIC = {
+    "timeout_min": int,
+    "mem_gb": float,
+    "nodes": int,
+    "cpus_per_task": int,
+    "gpus_per_node": int,
+    "tasks_per_node": int,
+    "name": str,
+    "stderr_to_stdout": bool,
+}
+
+
+def run_local(jobs: Sequence[Job], workers: int, gpus: int, done: Done) -> None:
+    """Run ``jobs`` in a pool of ``workers`` processes (``gpus`` > 0: one GPU each)."""
+    context = _context()
+    extra: dict[str, Any] = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
+    manager = None
+    if gpus:
+        manager = context.Manager()
+        free = manager.Queue()
+        for i in range(gpus):
+            free.put(i)
+        for job in jobs:
+            job.gpus = free
+    try:
+        with cf.ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_ignore_ctrl_c, **extra
+        ) as pool:
+            futures = {pool.submit(run_job, job): job for job in jobs}
+            try:
+                for future in cf.as_completed(futures):
+                    done(futures[future], _outcome(future))
+            except KeyboardInterrupt:
+                for future in futures:
+                    future.cancel()  # jobs not started yet; those running save a checkpoint
+                raise
+    finally:
+        if manager is not None:
+            manager.shutdown()
+
+
+PRELOAD = ["adl.runtime.sweep.job", "adl.runtime.training.train", "adl.runtime.decode.inference"]
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """Fresh processes that inherit nothing from this one: forked from a fork server that
+    imported the runtime (no CUDA initialised there), or spawned."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(PRELOAD)
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def _ignore_ctrl_c() -> None:
+    """A job's process leaves Ctrl-C to the training loop, which installs its own handler
+    (finish the update, save a checkpoint, stop); outside training it goes on to the end."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _outcome(future: cf.Future) -> dict[str, Any]:
+    try:
+        return future.result()
+    except cf.process.BrokenProcessPool:
+        return {"ok": False, "state": "failed", "error": "the job's process died (killed?)"}
+    except cf.CancelledError:
+        return {"ok": False, "state": "stopped", "error": "not started"}
+    except Exception as exc:
+        return {"ok": False, "state": "failed", "error": f"{type(exc).__name__}: {exc}"}
+
+
+def submitit_parameters(options: dict[str, Any], cluster: str) -> dict[str, Any]:
+    """submitit's ``update_parameters`` from the spec's slurm: section and --slurm KEY=VALUE:
+    shared names as they are, any other a Slurm option (``partition`` -> ``slurm_partition``)."""
+    params: dict[str, Any] = {"timeout_min": 24 * 60}  # submitit's default is minutes
+    for key, value in options.items():
+        key = str(key)
+        if key in GENERIC:
+            kind = GENERIC[key]
+            try:
+                params[key] = kind(value) if kind is not bool else _boolean(value)
+            except (TypeError, ValueError):
+                raise UserError(
+                    f"slurm option {key} takes {kind.__name__}, not {value!r}"
+                ) from None
+        elif cluster == "slurm":
+            params[key if key.startswith("slurm_") else f"slurm_{key}"] = value
+        else:
+            raise UserError(
+                f"slurm option {key} is for Slurm only; the local executor takes "
+                f"{', '.join(GENERIC)}"
+            )
+    return params
+
+
+def _boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "1", "yes"):
+        return True
+    if str(value).lower() in ("false", "0", "no"):
+        return False
+    raise ValueError(value)
+
+
+def run_submitit(
+    jobs: Sequence[Job],
+    folder: Path,
+    cluster: str,
+    parallel: int,
+    options: dict[str, Any],
+    done: Done,
+    poll: float = 10.0,
+) -> None:
+    """Run ``jobs`` through submitit (``cluster`` = slurm | local), ``parallel`` at once on
+    Slurm; their logs go to ``folder``."""
+    try:
+        import submitit
+    except ImportError:  # pragma: no cover - submitit is a dependency
+        raise UserError("--executor slurm needs submitit: pip install submitit") from None
+    executor = submitit.AutoExecutor(folder=folder, cluster=cluster)
+    params = submitit_parameters(options, cluster)
+    if cluster == "slurm":
+        params["slurm_array_parallelism"] = parallel
+    try:
+        executor.update_parameters(**params)
+    except (NameError, AssertionError, ValueError) as exc:
+        raise UserError(f"submitit refused the options: {exc}") from None
+    with executor.batch():
+        submitted = [executor.submit(Resumable(job)) for job in jobs]
+    by_id = {id(s): job for s, job in zip(submitted, jobs)}
+    try:
+        for finished in submitit.helpers.as_completed(submitted, poll_frequency=poll):
+            done(by_id[id(finished)], _submitit_outcome(finished))
+    except KeyboardInterrupt:
+        for s in submitted:
+            s.cancel(check=False)
+        raise
+
+
+def _submitit_outcome(job: Any) -> dict[str, Any]:
+    try:
+        return job.result()
+    except Exception as exc:  # the job's process failed outside run_job (killed, no Python)
+        last = str(exc).strip().splitlines()
+        return {"ok": False, "state": "failed", "error": last[-1] if last else repr(exc)}
+
+
+class Resumable:
+    """A job as submitit runs it. On a Slurm time limit submitit calls ``checkpoint`` and
+    requeues the same job, which resumes from the run's last checkpoint."""
+
+    def __init__(self, job: Job):
+        self.job = job
+
+    def __call__(self) -> dict[str, Any]:
+        return run_job(self.job)
+
+    def checkpoint(self, *args: Any, **kwargs: Any):
+        import submitit
+
+        return submitit.helpers.DelayedSubmission(Resumable(self.job))

