@@ -32,10 +32,11 @@ KERNELS ?= default
 test-kernels: $(STAMP)
 	ATEN_CPU_CAPABILITY=$(KERNELS) $(BIN)/python -m pytest -q -m training
 
-# ruff (lint and format) over the whole tree
+# ruff (lint and format) over the whole tree; lint-imports: the layers of pyproject.toml
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 # mypy over the whole package (the runtime and the grammar live inside adl/)
 typecheck: $(STAMP)
