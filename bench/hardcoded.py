@@ -95,7 +95,8 @@ def iwslt_candidates(group: str) -> list[cost.Candidate]:
 def sweep_candidates(group: str) -> list[cost.Candidate]:
     """The models as the bundled spec trains them (its preset, settings and variables)."""
     from adl.runtime.sweep.plan import DataFiles, system_config
-    from adl.runtime.sweep.spec import read_spec, spec_path
+    from adl.runtime.sweep.reader import read_spec
+    from adl.runtime.sweep.spec import spec_path
 
     spec, problems = read_spec(spec_path(group))
     if problems:

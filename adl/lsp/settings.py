@@ -107,7 +107,7 @@ class SettingsFinder:
         if not _SWEEP.search(file.read_text(encoding="utf-8", errors="replace")):
             return {}
         from adl.runtime.sweep.plan import data_files, system_config  # torch: only here
-        from adl.runtime.sweep.spec import read_spec
+        from adl.runtime.sweep.reader import read_spec
 
         spec, _problems = read_spec(file)
         named: dict[Path, Settings] = {}

@@ -13,7 +13,8 @@ scores, a paired significance test and cost columns (docs/experiments.md).
 
 from adl.runtime.sweep.driver import SweepError, SweepResult, sweep
 from adl.runtime.sweep.plan import load
-from adl.runtime.sweep.spec import SpecError, bundled, read_spec
+from adl.runtime.sweep.reader import read_spec
+from adl.runtime.sweep.spec import SpecError, bundled
 from adl.runtime.sweep.status import Status, status
 
 __all__ = [

@@ -9,10 +9,15 @@ stands. A key written twice is a :class:`Problem` (``safe_load`` silently keeps 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
+
+from adl.errors import did_you_mean
+from adl.runtime import config as cfgmod
 
 
 @dataclass(frozen=True)
@@ -116,3 +121,79 @@ def _build(node: yaml.Node, loader: yaml.SafeLoader, name: str, problems: list[P
         seq.mark, seq.item_marks = mark, [_mark(item, name) for item in node.value]
         return seq
     return loader.construct_object(node, deep=True)
+
+
+class Values:
+    """Values of located YAML checked by type, each problem kept with its mark (a spec
+    reader's base: every problem is reported at once)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.problems: list[Problem] = []
+
+    def add(self, mark: Mark, message: str, hint: str | None = "") -> None:
+        self.problems.append(Problem(mark, message, hint or ""))
+
+    def mapping(self, value: Any, mark: Mark, what: str) -> Map | None:
+        if value is None:
+            return None
+        if not isinstance(value, Map):
+            self.add(mark, f"{what} takes key: value lines, not {show(value)}")
+            return None
+        return value
+
+    def keys(self, m: Map, allowed: tuple[str, ...], what: str) -> None:
+        for key in m:
+            if key not in allowed:
+                self.add(
+                    m.key_mark(key),
+                    f"unknown key '{key}' in {what}",
+                    did_you_mean(str(key), allowed, ignore_case=True)
+                    or f"{what} takes: {', '.join(allowed)}",
+                )
+
+    def integer(self, value: Any, mark: Mark, what: str, minimum: int = 1) -> int | None:
+        value = cfgmod.yaml_number(value)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            self.add(mark, f"{what} takes an integer of at least {minimum}, not {show(value)}")
+            return None
+        return value
+
+    def number(self, value: Any, mark: Mark, what: str) -> float | None:
+        value = cfgmod.yaml_number(value)
+        if (
+            not isinstance(value, (int, float))
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+            or value <= 0
+        ):
+            self.add(mark, f"{what} takes a positive number, not {show(value)}")
+            return None
+        return float(value)
+
+    def text(self, value: Any, mark: Mark, what: str) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            self.add(mark, f"{what} takes a string, not {show(value)}")
+            return None
+        return str(value)
+
+    def choice(self, value: Any, mark: Mark, what: str, allowed: tuple[str, ...]) -> str | None:
+        if value not in allowed:
+            hint = did_you_mean(str(value), allowed, ignore_case=True)
+            self.add(
+                mark,
+                f"{what} must be one of {', '.join(allowed)}, not {show(value)}",
+                hint,
+            )
+            return None
+        return value
+
+
+def show(value: Any) -> str:
+    if isinstance(value, (Map, dict)):
+        return "a mapping"
+    if isinstance(value, (Seq, list)):
+        return "a list"
+    return repr(value)

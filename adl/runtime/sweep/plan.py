@@ -19,7 +19,8 @@ from adl.runtime import config as cfgmod
 from adl.runtime.config import Config
 from adl.runtime.errors import UserError
 from adl.runtime.sweep.located import Problem
-from adl.runtime.sweep.spec import Spec, SpecError, SystemSpec, read_spec, spec_path, split_decode
+from adl.runtime.sweep.reader import read_spec
+from adl.runtime.sweep.spec import Spec, SpecError, SystemSpec, spec_path, split_decode
 from adl.runtime.sweep.state import RESULT, STATE, SWEEP, read_json
 
 # Settings that say where and how fast a run trains, not what it learns: they may differ
