@@ -13,7 +13,8 @@ It uses only adl's public API. ``adl train`` and ``adl average`` are thin layers
 
 from adl.runtime.config import Config, load_config
 from adl.runtime.data.tokenizer import Tokenizers
-from adl.runtime.decode.search import greedy, translate
+from adl.runtime.decode.search import greedy
+from adl.runtime.decode.translator import Translator, load_model
 from adl.runtime.errors import CheckpointError, ConfigError, DataError, TrainingStopped, UserError
 from adl.runtime.model.checkpoint import average_run, load_for_inference
 from adl.runtime.run.configure import configure
@@ -36,6 +37,16 @@ __all__ = [
     "greedy",
     "load_config",
     "load_for_inference",
+    "Translator",
+    "load_model",
     "train",
     "translate",
 ]
+
+
+def translate(model, tokenizers, lines, *, beam: int = 1, device: str = "cpu", **options):
+    """Translations of raw sentences, greedy unless ``beam``: a shortcut for
+    ``Translator(model, tokenizers, device).translate(lines, beam=beam, **options)``."""
+    if not lines:
+        return []
+    return Translator(model, tokenizers, device).translate(list(lines), beam=beam, **options)

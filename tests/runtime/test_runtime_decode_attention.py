@@ -7,8 +7,8 @@ from runtime_helpers import QUICK, data_args, model_files, reverse_task
 
 from adl import runtime
 from adl.nn.attention import DotAttention
-from adl.runtime.decode.inference import translate_lines
 from adl.runtime.decode.search import SearchOptions
+from adl.runtime.decode.translator import Translator
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_translate_with_hard_retrieval(run, tmp_path):
     )  # fmt: skip
     assert code == 0, err
     model, tokenizers = runtime.load_for_inference(out, decode_attention="hard")
-    expected = translate_lines(model, tokenizers, lines, SearchOptions(beam=2))
+    expected = Translator(model, tokenizers).search(lines, SearchOptions(beam=2))
     assert stdout.splitlines() == [hyps[0][0] for hyps in expected]
 
 

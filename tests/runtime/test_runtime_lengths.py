@@ -14,7 +14,8 @@ import adl
 from adl.runtime.data.corpus import TextPairs
 from adl.runtime.data.data import Limits, encode_pairs
 from adl.runtime.data.tokenizer import EOS
-from adl.runtime.training.validate import greedy_ids
+from adl.runtime.decode.search import SearchOptions, greedy, pad_batch
+from adl.runtime.decode.translator import Translator
 
 LEARN_POS_DEC = (
     "learn_pos(max_len=10) -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) "
@@ -111,10 +112,11 @@ def test_greedy_decoding_is_capped_at_the_decoders_positions():
     src = [[5, 6, 7, 8, 9, 10, 11, 5]]  # 8 tokens: up to 1.5 x 8 + 10 = 22 outputs
     with torch.no_grad():
         model.output.bias[EOS] = -1e4  # never eos: the search runs to its length limit
-    options = dict(max_tokens=100, len_a=1.5, len_b=10)
-    assert [len(h) for h in greedy_ids(model, None, src, max_out=9, **options)] == [9]
+    options = SearchOptions(max_tokens=100, len_a=1.5, len_b=10)
+    found = Translator(model, None).search_ids(src, options)  # as validation decodes
+    assert [len(h[0].tokens) for h in found] == [9]
     with pytest.raises(adl.InputError, match="at most 10 positions"):
-        greedy_ids(model, None, src, **options)
+        greedy(model, pad_batch(src), None, 22)  # the search itself, uncapped
 
 
 def test_a_run_that_drops_many_long_pairs_says_so_loudly(tmp_path):

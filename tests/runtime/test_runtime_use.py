@@ -205,3 +205,35 @@ def test_ctranslate2_refuses_other_layers_naming_them_and_where(run, tmp_path):
     assert code == 1 and "Traceback" not in err
     assert "layer 'cnn' (encoder layer 3.1)" in err and ":1:" in err
     assert not (tmp_path / "x").exists()  # refused before anything was written
+
+
+def test_the_cli_the_python_door_and_validation_translate_byte_for_byte_alike(run, tmp_path):
+    """One door to translation: the same checkpoint and options give the same bytes through
+    ``adl translate``, ``adl.load_model(...).translate`` and validation during training."""
+    from adl.runtime.data.corpus import TextPairs
+    from adl.runtime.data.data import encode_pairs
+    from adl.runtime.training.validate import validate
+
+    tmp, out = run
+    sources = ["a b c d", "q r s", "f g h i j", "t s a", "e", "b b c d e f"]
+    t = adl.load_model(out)
+    python = t.translate(sources, beam=1, batch_size=64)
+    src = tmp_path / "in.txt"
+    src.write_text("".join(s + "\n" for s in sources))
+    code, cli, err = run_cli(
+        "translate", "--model", str(out), "--input", str(src), "--beam", "1",
+        "--batch-size", "64",
+    )  # fmt: skip
+    assert code == 0, err
+    tok = t.tokenizers
+    data = encode_pairs(
+        TextPairs(sources, sources, "v", "v", len(sources), 0),
+        tok.encode_src,
+        tok.encode_tgt,
+        keep_text=True,
+    )
+    seen: list[list[str]] = []
+    validate(t.model, data, tok, torch.device("cpu"), max_tokens=64, smoothing=0.0,
+             translations=seen.append)  # fmt: skip
+    assert cli.encode() == "".join(line + "\n" for line in python).encode()
+    assert [line.encode() for line in seen[0]] == [line.encode() for line in python]

@@ -12,6 +12,7 @@ import adl
 from adl.runtime.config import load_config
 from adl.runtime.data.corpus import TextPairs
 from adl.runtime.data.data import encode_pairs
+from adl.runtime.decode.translator import Translator
 from adl.runtime.training import validate as validation
 from adl.runtime.training.validate import bleu_sample
 
@@ -45,13 +46,14 @@ def test_bleu_decodes_only_the_sample_and_the_loss_covers_every_pair(monkeypatch
     torch.manual_seed(0)
     model = adl.build(ENC, DEC, src_vocab=12, tgt_vocab=12, d_model=32, heads=4)
     decoded = []
-    real = validation.greedy_ids
+    real = Translator.search_ids
 
-    def spy(model, tokenizers, src_ids, **options):
+    def spy(self, src_ids, options, *args):
         decoded.append(list(src_ids))
-        return real(model, tokenizers, src_ids, **options)
+        assert (options.beam, options.len_a, options.len_b) == (1, 1.5, 10)  # greedy
+        return real(self, src_ids, options, *args)
 
-    monkeypatch.setattr(validation, "greedy_ids", spy)
+    monkeypatch.setattr(Translator, "search_ids", spy)
     options = dict(max_tokens=200, smoothing=0.0)
     every = validation.validate(model, data, tok, torch.device("cpu"), **options)
     sample = validation.validate(model, data, tok, torch.device("cpu"), bleu_sentences=7, **options)

@@ -1,25 +1,11 @@
-"""Translating and scoring text with a trained run: the API behind ``adl translate`` and
-``adl eval``."""
+"""Scoring translations against references with sacrebleu (``adl eval``, the sweeps, the
+demo): BLEU and chrF with their signatures."""
 
 from __future__ import annotations
 
 from sacrebleu.metrics import BLEU, CHRF
 
-from adl.runtime.decode.search import Hypothesis, SearchOptions
-from adl.runtime.decode.translator import Translator
 from adl.runtime.errors import DataError
-
-
-def translate_lines(
-    model,
-    tokenizers,
-    lines: list[str],
-    options: SearchOptions = SearchOptions(),
-    device="cpu",
-) -> list[list[tuple[str, Hypothesis]]]:
-    """The ``options.nbest`` best translations of each line (text and hypothesis), in order
-    (see :meth:`Translator.search`). An empty (or blank) line gets an empty translation."""
-    return Translator(model, tokenizers, device).search(lines, options)
 
 
 def score(

@@ -2,7 +2,8 @@
 
 ``greedy`` and ``beam`` decode a padded batch; sentences that are done leave the batch
 (``memory.reorder`` / ``state.reorder``), so the cost follows the sentences still running.
-``translate`` goes from text to text in length-sorted batches.
+``search_ids`` decodes tokenized sentences in length-sorted batches; text in and out is
+:class:`~adl.runtime.decode.translator.Translator`'s (the one door to a trained model).
 """
 
 from __future__ import annotations
@@ -351,27 +352,3 @@ def search_ids(
             progress(done)
         start = end
     return results
-
-
-def translate_ids(
-    model,
-    tokenizers,
-    src_ids: Sequence[Sequence[int]],
-    *,
-    max_tokens: int = 4096,
-    len_a: float = 1.5,
-    len_b: int = 10,
-    device: torch.device | str = "cpu",
-    beam: int = 1,
-) -> list[list[int]]:
-    """The best translation (target ids) of tokenized sentences, in the given order."""
-    options = SearchOptions(beam=beam, len_a=len_a, len_b=len_b, max_tokens=max_tokens)
-    return [hyps[0].tokens for hyps in search_ids(model, tokenizers, src_ids, options, device)]
-
-
-def translate(model, tokenizers, lines: Sequence[str], **options) -> list[str]:
-    """Translations of raw sentences (sentencepiece in and out); greedy unless beam=k."""
-    if not lines:
-        return []
-    ids = translate_ids(model, tokenizers, tokenizers.encode_src(lines), **options)
-    return tokenizers.decode_tgt(ids)

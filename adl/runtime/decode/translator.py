@@ -177,13 +177,25 @@ class Translator:
                         f"{fits:,} tokens",
                     )
                     ids[i] = x[:fits]
-        found = self._search_ids(ids, options, warn, numbers)
+        found = self.search_ids(ids, options, warn, numbers)
         decode = self.tokenizers.decode_tgt
         return [[(decode([h.tokens])[0], h) for h in hyps] for hyps in found]
 
-    def _search_ids(self, ids, options, warn, numbers) -> list[list[Hypothesis]]:
-        """search_ids, with the target length capped at the model's target positions, and a
-        batch that the model refuses (InputError) retried line by line."""
+    def search_ids(
+        self,
+        ids: Sequence[Sequence[int]],
+        options: SearchOptions = SearchOptions(),
+        warn: Warn | None = None,
+        numbers: Sequence[int] | None = None,
+    ) -> list[list[Hypothesis]]:
+        """The best hypotheses of sentences already tokenized (what :meth:`search` does
+        after sentencepiece, and what validation during training decodes): the target
+        length capped at the model's target positions, a batch that the model refuses
+        (InputError) retried line by line."""
+        check_options(options)
+        warn = warn or _warn
+        numbers = list(numbers) if numbers is not None else list(range(1, len(ids) + 1))
+        ids = [list(x) for x in ids]
         groups = [(list(range(len(ids))), options)]
         if self.tgt_limit is not None:
             cap = self.tgt_limit - 1  # bos + tokens + the step that may add eos

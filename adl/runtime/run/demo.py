@@ -63,8 +63,9 @@ def demo(
     """Run the demo; ``max_sentences`` trains on the first N pairs only (for quick checks),
     ``sets`` are ``key=value`` settings over the preset (e.g. ``train.max_steps=20``)."""
     from adl.runtime.data import bible as corpus
-    from adl.runtime.decode.inference import score, translate_lines
+    from adl.runtime.decode.inference import score
     from adl.runtime.decode.search import SearchOptions
+    from adl.runtime.decode.translator import Translator
     from adl.runtime.model.checkpoint import load_for_inference
     from adl.runtime.run.configure import configure
     from adl.runtime.run.viz import draw_attention, draw_run_curves
@@ -110,7 +111,7 @@ def demo(
     references = files["test"][1].read_text(encoding="utf-8").splitlines()
     if max_sentences:
         sources, references = sources[:max_sentences], references[:max_sentences]
-    found = translate_lines(model, tokenizers, sources, SearchOptions(beam=beam), device)
+    found = Translator(model, tokenizers, device).search(sources, SearchOptions(beam=beam))
     hyps = [h[0][0] for h in found]
     (out / "test.hyp").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
     scores = score(hyps, references, "test translations", str(files["test"][1]))

@@ -201,7 +201,8 @@ def _decode(job: Job, decoding: DecodeJob, config, device, threads: int) -> None
     """Translate the test set with the run's model for ``decoding.system``; write its
     test.hyp and result.json (last: its presence says the decoding is done)."""
     from adl.runtime.data.lines import read_lines
-    from adl.runtime.decode.inference import score, translate_lines
+    from adl.runtime.decode.inference import score
+    from adl.runtime.decode.translator import Translator
     from adl.runtime.model.checkpoint import load_for_inference
     from adl.runtime.sweep.measure import Peak
     from adl.runtime.sweep.spec import split_decode
@@ -215,7 +216,7 @@ def _decode(job: Job, decoding: DecodeJob, config, device, threads: int) -> None
         sources, references = sources[: job.test_max], references[: job.test_max]
     peak = Peak(device)
     started = time.perf_counter()
-    found = translate_lines(model, tokenizers, sources, search, device)
+    found = Translator(model, tokenizers, device).search(sources, search)
     seconds = time.perf_counter() - started
     hyps = [h[0][0] for h in found]
     scores = score(hyps, references, f"{decoding.system} seed {job.seed}", job.test[1])

@@ -372,7 +372,6 @@ class Trainer:
             bleu_sentences=t.valid_bleu_sentences,
             len_a=t.decode_len_a,
             len_b=t.decode_len_b,
-            max_out=self.positions[1],
             autocast=self._autocast,
         )
 

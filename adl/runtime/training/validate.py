@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable
 from contextlib import nullcontext
 
 import torch
@@ -16,7 +16,8 @@ from sacrebleu.metrics import BLEU, CHRF
 from adl.runtime.data.batching import collate, make_batches
 from adl.runtime.data.data import ParallelData
 from adl.runtime.data.tokenizer import Tokenizers
-from adl.runtime.decode.search import greedy, pad_batch
+from adl.runtime.decode.search import SearchOptions
+from adl.runtime.decode.translator import Translator
 from adl.runtime.training.loss import token_loss
 
 
@@ -42,43 +43,6 @@ def bleu_sample(n: int, k: int) -> list[int]:
 
 
 @torch.no_grad()
-def greedy_ids(
-    model,
-    tokenizers: Tokenizers,
-    src_ids: Sequence[Sequence[int]],
-    *,
-    max_tokens: int,
-    len_a: float,
-    len_b: int,
-    max_out: int = 0,
-    device: torch.device | str = "cpu",
-) -> list[list[int]]:
-    """Greedy translations (target ids) of non-empty tokenized sentences, in their order:
-    length-sorted batches of at most ``max_tokens`` source tokens, at most ``len_a`` x length
-    + ``len_b`` tokens each, and at most ``max_out`` (the decoder's learned positions; 0: no
-    cap)."""
-    order = sorted(range(len(src_ids)), key=lambda i: len(src_ids[i]))
-    needs_words = getattr(model, "needs_src_words", False)
-    out: list[list[int]] = [[] for _ in src_ids]
-    start = 0
-    while start < len(order):
-        end = start + 1
-        while end < len(order) and (end - start + 1) * (len(src_ids[order[end]]) + 1) <= max_tokens:
-            end += 1
-        chunk = order[start:end]
-        src = pad_batch([src_ids[i] for i in chunk], device)
-        words = tokenizers.word_ids(src) if needs_words else None
-        lengths = torch.tensor([len(src_ids[i]) for i in chunk], dtype=torch.float)
-        limit = (lengths * len_a + len_b).long().clamp_min(1)
-        if max_out:
-            limit = limit.clamp_max(max_out)
-        for i, hyp in zip(chunk, greedy(model, src, words, limit)):
-            out[i] = hyp
-        start = end
-    return out
-
-
-@torch.no_grad()
 def validate(
     model,
     data: ParallelData,
@@ -91,12 +55,13 @@ def validate(
     bleu_sentences: int = 0,
     len_a: float = 1.5,
     len_b: int = 10,
-    max_out: int = 0,
     autocast=nullcontext,
+    translations: Callable[[list[str]], None] | None = None,
 ) -> dict[str, float]:
     """Loss, perplexity and accuracy over all of ``data``; with ``bleu``, BLEU and chrF over
-    :func:`bleu_sample` (``bleu_sentences``; 0: all). ``max_out`` caps the length of the
-    greedy translations (a decoder's learned positions)."""
+    :func:`bleu_sample` (``bleu_sentences``; 0: all), greedy translations through the
+    :class:`Translator`, the one door to decoding (capped, as everywhere, at the decoder's
+    learned positions). ``translations`` is given the sample's translations, in order."""
     was_training = model.training
     model.eval()
     try:
@@ -125,18 +90,12 @@ def validate(
         if bleu and data.references is not None:
             sample = bleu_sample(len(data), bleu_sentences)
             src_ids = [data.src[i].tolist() for i in sample]
+            options = SearchOptions(beam=1, len_a=len_a, len_b=len_b, max_tokens=max_tokens)
             with autocast():
-                hyp_ids = greedy_ids(
-                    model,
-                    tokenizers,
-                    src_ids,
-                    max_tokens=max_tokens,
-                    len_a=len_a,
-                    len_b=len_b,
-                    max_out=max_out,
-                    device=device,
-                )
-            hyps = tokenizers.decode_tgt(hyp_ids)
+                found = Translator(model, tokenizers, device).search_ids(src_ids, options)
+            hyps = tokenizers.decode_tgt([h[0].tokens for h in found])
+            if translations is not None:
+                translations(hyps)
             refs = [[data.references[i] for i in sample]]
             result["bleu"] = BLEU().corpus_score(hyps, refs).score
             result["chrf"] = CHRF().corpus_score(hyps, refs).score
