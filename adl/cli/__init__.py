@@ -15,6 +15,7 @@ from . import average as average_cmd
 from . import compile as compile_cmd
 from . import data as data_cmd
 from . import demo as demo_cmd
+from . import eval as eval_cmd
 from . import export as export_cmd
 from . import fmt as fmt_cmd
 from . import lsp as lsp_cmd
@@ -25,13 +26,17 @@ from . import translate as translate_cmd
 from . import viz as viz_cmd
 from .common import UsageError
 
-# Each command module has add_parser(subparsers) and run(args) -> int.
+# Each command module is one command, named as the module: the last paragraph of its
+# docstring is the command's description (the paragraphs before it are for the reader);
+# HELP is its line in `adl --help`, arguments(parser) adds its options, run(args) -> int
+# runs it (a command of subcommands sets run on each of them instead).
 COMMANDS = [
     demo_cmd,
     compile_cmd,
     data_cmd,
     train_cmd,
     translate_cmd,
+    eval_cmd,
     score_cmd,
     average_cmd,
     export_cmd,
@@ -51,7 +56,12 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for cmd in COMMANDS:
-        cmd.add_parser(sub)
+        name = cmd.__name__.rsplit(".", 1)[1]
+        description = (cmd.__doc__ or "").strip().rsplit("\n\n", 1)[1]
+        command = sub.add_parser(name, help=cmd.HELP, description=description)
+        cmd.arguments(command)
+        if hasattr(cmd, "run"):
+            command.set_defaults(run=cmd.run)
     return p
 
 

@@ -1,17 +1,18 @@
-"""``adl average RUN --last N | --best N [--out FILE]``: average checkpoints' weights."""
+"""``adl average RUN --last N | --best N [--out FILE]``: average checkpoints' weights.
+
+Average the last or the best N step checkpoints of a run (best by the run's
+train.best_metric) into one checkpoint.
+"""
 
 from __future__ import annotations
 
 import argparse
 
+HELP = "average the weights of a run's checkpoints"
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "average",
-        help="average the weights of a run's checkpoints",
-        description="Average the last or the best N step checkpoints of a run "
-        "(best by the run's train.best_metric) into one checkpoint.",
-    )
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``adl average``."""
     p.add_argument("run_dir", metavar="RUN", help="a run directory written by adl train")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--last", type=int, metavar="N", help="the N newest checkpoints")
@@ -19,7 +20,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--out", metavar="FILE", help="where to write it (default: RUN/checkpoints/average.pt)"
     )
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

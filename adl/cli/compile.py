@@ -1,7 +1,11 @@
 """``adl compile --check|--summary [--preset NAME] FILE...``: validate ADL files and show their
 layers. ``--preset`` checks with a run preset's model size, heads, dropout and variables (and
 without FILEs, checks every file the preset names); a variable that no file reads is a
-warning, with the nearest name the files do read."""
+warning, with the nearest name the files do read.
+
+Check ADL files (every error of a file at once) and optionally print a table of their
+layers.
+"""
 
 from __future__ import annotations
 
@@ -17,14 +21,11 @@ from ..registry import DECODER, ENCODER, ROLES
 from ..summary import model_rows, model_table, table
 from .common import add_model_options, checked_model_options
 
+HELP = "check ADL files and summarise their layers"
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "compile",
-        help="check ADL files and summarise their layers",
-        description="Check ADL files (every error of a file at once) and "
-        "optionally print a table of their layers.",
-    )
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``adl compile``."""
     p.add_argument(
         "files", nargs="*", metavar="FILE", help=".adl files (default: the files --preset names)"
     )
@@ -58,7 +59,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tgt-vocab", type=int, metavar="N", help="target vocabulary size")
     p.add_argument("--tie-embeddings", action="store_true", help="W_o shares E_tgt")
     p.add_argument("--share-embeddings", action="store_true", help="E_src is E_tgt")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,12 +1,17 @@
-"""``adl data bible``: fetch and prepare the default corpus."""
+"""``adl data bible``: fetch and prepare the default corpus.
+
+Obtain and prepare a corpus.
+"""
 
 from __future__ import annotations
 
 import argparse
 
+HELP = "obtain a corpus"
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("data", help="obtain a corpus", description="Obtain and prepare a corpus.")
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``adl data``."""
     corpora = p.add_subparsers(dest="corpus", metavar="CORPUS")
     corpora.required = True
     b = corpora.add_parser(

@@ -1,19 +1,19 @@
-"""``adl demo``: the main job on the bundled default data (what ``make demo`` runs)."""
+"""``adl demo``: the main job on the bundled default data (what ``make demo`` runs).
+
+Fetch the English-French Bible corpus, train the Transformer of architectures/ with the demo
+preset, translate the test set with beam search, print BLEU, chrF and sample translations,
+and draw pictures.
+"""
 
 from __future__ import annotations
 
 import argparse
 
+HELP = "fetch the default corpus, train the Transformer, score it"
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "demo",
-        help="fetch the default corpus, train the Transformer, score it",
-        description="Fetch the English-French Bible corpus, train the "
-        "Transformer of architectures/ with the demo preset, "
-        "translate the test set with beam search, print BLEU, chrF "
-        "and sample translations, and draw pictures.",
-    )
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``adl demo``."""
     p.add_argument("--out", default="runs/demo", help="run folder (default runs/demo)")
     p.add_argument("--data", default="data/bible", help="corpus folder (default data/bible)")
     p.add_argument("--pair", default="en-fr", help="language pair (default en-fr)")
@@ -42,7 +42,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="train and test on the first N sentence pairs only (a quick check)",
     )
     p.add_argument("--beam", type=int, default=4, help="beam size for the test set (default 4)")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

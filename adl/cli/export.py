@@ -1,5 +1,11 @@
 """``adl export RUN --out DIR``: the weights (safetensors), the model (JSON), the
-sentencepiece models and a card; with ``--ctranslate2``, a CTranslate2 model as well."""
+sentencepiece models and a card; with ``--ctranslate2``, a CTranslate2 model as well.
+
+Write DIR/model.safetensors (weights), DIR/model.json (the canonical ADL text of each
+network, sizes, vocabularies), the sentencepiece model(s) and DIR/README.md (a card with the
+run's sacrebleu scores). adl translate --model DIR and adl.load_model(DIR) read it; nothing
+in it is pickled.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +13,11 @@ import argparse
 
 from .common import add_checkpoint_option
 
+HELP = "write what a deployment of a trained run needs"
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "export",
-        help="write what a deployment of a trained run needs",
-        description="Write DIR/model.safetensors (weights), DIR/model.json (the canonical ADL "
-        "text of each network, sizes, vocabularies), the sentencepiece model(s) and "
-        "DIR/README.md (a card with the run's sacrebleu scores). adl translate --model DIR "
-        "and adl.load_model(DIR) read it; nothing in it is pickled.",
-    )
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``adl export``."""
     p.add_argument("run_dir", metavar="RUN", help="a run directory of adl train (or a checkpoint)")
     p.add_argument("--out", required=True, metavar="DIR", help="the folder to write")
     add_checkpoint_option(p)
@@ -32,7 +33,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default="float32",
         help="the CTranslate2 model's weight type (default float32)",
     )
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,5 +1,9 @@
 """``adl fmt [--check] FILE...``: format ADL files with the printer (the language server's
-"format document" does the same; :mod:`adl.lsp.formatting` says how)."""
+"format document" does the same; :mod:`adl.lsp.formatting` says how).
+
+Rewrite ADL files in the printer's layout, keeping their comments (the file - reads standard
+input and writes standard output).
+"""
 
 from __future__ import annotations
 
@@ -11,21 +15,17 @@ from .. import api
 from ..errors import ADLError
 from ..lsp.formatting import format_text
 
+HELP = "format ADL files"
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "fmt",
-        help="format ADL files",
-        description="Rewrite ADL files in the printer's layout, keeping their comments "
-        "(the file - reads standard input and writes standard output).",
-    )
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``adl fmt``."""
     p.add_argument("files", nargs="+", metavar="FILE", help=".adl files, or - for stdin")
     p.add_argument(
         "--check",
         action="store_true",
         help="change nothing; list the files that would change and exit 1 if any would",
     )
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,4 +1,9 @@
-"""``adl lsp``: the language server for .adl files, over stdin and stdout (docs/editors.md)."""
+"""``adl lsp``: the language server for .adl files, over stdin and stdout (docs/editors.md).
+
+Serve the Language Server Protocol over stdin and stdout: diagnostics as adl compile --check
+gives them, hover, completion, definitions, references, symbols and formatting for .adl
+files. Editors start it (docs/editors.md).
+"""
 
 from __future__ import annotations
 
@@ -6,20 +11,15 @@ import argparse
 
 from ..errors import UserError
 
+HELP = "the language server for editors (stdio)"
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "lsp",
-        help="the language server for editors (stdio)",
-        description="Serve the Language Server Protocol over stdin and stdout: diagnostics "
-        "as adl compile --check gives them, hover, completion, definitions, references, "
-        "symbols and formatting for .adl files. Editors start it (docs/editors.md).",
-    )
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``adl lsp``."""
     p.add_argument(
         "--stdio", action="store_true", help="talk over stdin and stdout (the only way; accepted)"
     )
     p.add_argument("--log-file", metavar="FILE", help="write the server's log to FILE")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,4 +1,12 @@
-"""``adl score``: forced-decoding scores of given translations, and contrastive accuracy."""
+"""``adl score``: forced-decoding scores of given translations, and contrastive accuracy.
+
+Print, for each source/target pair, the model's log-probability of the target (summed over
+its pieces and the final eos) and that sum per piece, tab-separated; a summary goes to
+standard error. Pairs come from --src and --tgt, or as 'source<TAB>target' lines from
+--input or standard input. With --contrastive, read a contrastive set (JSON lines with
+source, reference and variants, or TSV source<TAB>reference<TAB>variant...) and print the
+accuracy: the share of (reference, variant) decisions where the reference scores higher.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +16,11 @@ import sys
 from .common import UsageError
 from .translate import add_model_choice, load_translator
 
+HELP = "score given translations with a trained run (forced decoding)"
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "score",
-        help="score given translations with a trained run (forced decoding)",
-        description="Print, for each source/target pair, the model's log-probability of "
-        "the target (summed over its pieces and the final eos) and that sum per piece, "
-        "tab-separated; a summary goes to standard error. Pairs come from --src and --tgt, "
-        "or as 'source<TAB>target' lines from --input or standard input. With "
-        "--contrastive, read a contrastive set (JSON lines with source, reference and "
-        "variants, or TSV source<TAB>reference<TAB>variant...) and print the accuracy: the "
-        "share of (reference, variant) decisions where the reference scores higher.",
-    )
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``adl score``."""
     add_model_choice(p)
     p.add_argument("--src", metavar="FILE", help="source sentences, one per line")
     p.add_argument("--tgt", metavar="FILE", help="their translations, one per line")
@@ -34,7 +34,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--batch-size", type=int, default=64, metavar="PAIRS", help="pairs per batch (64)"
     )
-    p.set_defaults(run=run)
 
 
 def _read_input(args: argparse.Namespace) -> tuple[list[str], str]:

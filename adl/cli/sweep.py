@@ -7,6 +7,10 @@ adl sweep SPEC.yaml --status  (or a sweep folder)  which runs are done, running,
 adl sweep SPEC.yaml --executor slurm --slurm partition=dev --slurm gpus_per_node=1
 adl sweep report SPEC [--results DIR]            the table from the committed result files
 adl sweep report --update-doc docs/experiments.md   rewrite a document's report blocks
+
+Train every (system, seed) of a sweep spec that is not finished yet, then write the table
+(results.md, .csv, .json) with BLEU and chrF over seeds, a paired significance test against
+the baseline and the cost columns, and pictures (docs/experiments.md).
 """
 
 from __future__ import annotations
@@ -15,18 +19,13 @@ import argparse
 
 from .common import UsageError
 
+HELP = "train and compare several systems over seeds (a paper's table)"
+
 ENGINES = ("local", "slurm", "submitit-local")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "sweep",
-        help="train and compare several systems over seeds (a paper's table)",
-        description="Train every (system, seed) of a sweep spec that is not finished yet, "
-        "then write the table (results.md, .csv, .json) with BLEU and chrF over seeds, a "
-        "paired significance test against the baseline and the cost columns, and pictures "
-        "(docs/experiments.md).",
-    )
+def arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``adl sweep``."""
     p.add_argument(
         "spec",
         metavar="SPEC",
@@ -68,7 +67,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     what.add_argument(
         "--check", action="store_true", help="check the spec and say what would run; train nothing"
     )
-    p.set_defaults(run=run)
 
 
 def _slurm(items: list[str]) -> dict:

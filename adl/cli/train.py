@@ -7,6 +7,9 @@ adl train JOINT.adl ...          (a joint model: *.joint.adl, or a file defining
 adl train --resume --out RUN     (continue exactly where RUN stopped)
 adl train --nproc 2 ...          (torchrun: 2 processes, DDP)
 adl train --init-from RUN --train in-domain ... --out RUN2   (fine-tune RUN's model)
+
+Train an ADL model on parallel data (two line-aligned text files, or one TSV or JSONL file;
+gzip too), on CPU or GPU, with checkpoints in a run directory (docs/runtime.md).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from pathlib import Path
 
 from ..roles import stem
 from .common import UsageError
+
+HELP = "train a model on parallel text"
 
 
 def _presets() -> list[str]:
@@ -29,14 +34,8 @@ def _presets() -> list[str]:
     return sorted(p.stem for p in Path(list(where)[0], "presets").glob("*.yaml")) if where else []
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "train",
-        help="train a model on parallel text",
-        description="Train an ADL model on parallel data (two line-aligned text files, or "
-        "one TSV or JSONL file; gzip too), on CPU or GPU, with checkpoints in a run directory "
-        "(docs/runtime.md).",
-    )
+def arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``adl train``."""
     p.add_argument(
         "files",
         nargs="*",
@@ -98,7 +97,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="train in N processes on this machine (torchrun, DDP)",
     )
-    p.set_defaults(run=run)
 
 
 def _out(args: argparse.Namespace) -> str:

@@ -1,4 +1,9 @@
-"""``adl translate`` and ``adl eval``: decode and score with a trained run."""
+"""``adl translate``: decode with a trained run (or an ensemble); its search options are
+shared with ``adl eval`` and ``adl score``.
+
+Translate one sentence per line, from standard input or --input, to standard output or
+--output.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ import argparse
 import sys
 
 from .common import UsageError, add_checkpoint_option
+
+HELP = "translate text with a trained run"
 
 
 def add_model_choice(p: argparse.ArgumentParser) -> None:
@@ -66,53 +73,31 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-len-b", type=int, default=10, metavar="B", help="(default 10)")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    t = sub.add_parser(
-        "translate",
-        help="translate text with a trained run",
-        description="Translate one sentence per line, from standard input or "
-        "--input, to standard output or --output.",
-    )
-    add_search_options(t)
-    t.add_argument(
+def arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``adl translate``."""
+    add_search_options(p)
+    p.add_argument(
         "--engine",
         choices=("adl", "ctranslate2"),
         default="adl",
         help="adl: the PyTorch model; ctranslate2: the CTranslate2 model of a folder written "
         "by adl export --ctranslate2 (default adl)",
     )
-    t.add_argument(
+    p.add_argument(
         "--compute-type",
         default="default",
         metavar="TYPE",
         help="CTranslate2's compute type (default: as exported; int8, float32, ...)",
     )
-    t.add_argument("--input", metavar="FILE", help="default: standard input")
-    t.add_argument("--output", metavar="FILE", help="default: standard output")
-    t.add_argument(
+    p.add_argument("--input", metavar="FILE", help="default: standard input")
+    p.add_argument("--output", metavar="FILE", help="default: standard output")
+    p.add_argument(
         "--nbest",
         type=int,
         default=1,
         metavar="N",
         help="write the N best as 'index ||| text ||| score ||| normalized'",
     )
-    t.set_defaults(run=run_translate)
-
-    e = sub.add_parser(
-        "eval",
-        help="BLEU and chrF (sacrebleu) of a run or of a hypothesis file",
-        description="Translate --src with --model and score it against --ref, "
-        "or score an existing --hyp file against --ref.",
-    )
-    e.add_argument("--ref", required=True, metavar="FILE", help="references, one per line")
-    e.add_argument("--hyp", metavar="FILE", help="translations to score (instead of --model)")
-    e.add_argument("--src", metavar="FILE", help="source sentences to translate with --model")
-    e.add_argument("--output", metavar="FILE", help="also write the translations here")
-    add_search_options(e)
-    e.set_defaults(run=run_eval)
-    for action in e._actions:  # --model is needed only without --hyp
-        if action.dest == "model":
-            action.required = False
 
 
 def _options(args: argparse.Namespace):
@@ -199,7 +184,7 @@ def _count_lines(path: str) -> int | None:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
-def run_translate(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from adl.runtime.data.lines import LineStream
     from adl.runtime.errors import DataError
 
@@ -245,29 +230,3 @@ def _write(path: str | None, lines: list[str]) -> None:
     else:
         with _open_output(path) as f:
             f.write(text)
-
-
-def run_eval(args: argparse.Namespace) -> int:
-    from adl.runtime.data.lines import LineStream, read_lines
-    from adl.runtime.decode.inference import report, score
-
-    refs = read_lines(args.ref, allow_empty=True)
-    if args.hyp is not None:
-        if args.model is not None or args.src is not None:
-            raise UsageError("give --hyp, or --model with --src, not both")
-        hyps = read_lines(args.hyp, allow_empty=True)
-        hyp_name = args.hyp
-    else:
-        if args.model is None or args.src is None:
-            raise UsageError("give --model RUN and --src FILE (or --hyp FILE)")
-        _options(args)
-        sources = read_lines(args.src, allow_empty=True)  # all of it is valid before decoding
-        translator = load_translator(args)
-        hyps = []
-        with open(args.src, "rb") as f:
-            _translate_stream(args, translator, LineStream(f, args.src), len(sources), hyps.append)
-        hyp_name = f"translations of {args.src}"
-        if args.output:
-            _write(args.output, hyps)
-    print(report(score(hyps, refs, hyp_name, args.ref)))
-    return 0

@@ -3,6 +3,9 @@
 adl viz pattern 'gauss_att(l, r)' --length 10             heads of a hard-coded layer
 adl viz attention --model RUN --src "a sentence"           a trained model's attention
 adl viz curves RUN                                         learning curves
+
+Write PNG pictures: the heads of a hard-coded attention layer, a trained model's attention
+on one sentence, or a run's learning curves.
 """
 
 from __future__ import annotations
@@ -11,15 +14,11 @@ import argparse
 
 from .common import add_checkpoint_option
 
+HELP = "draw attention patterns, attention and learning curves"
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "viz",
-        help="draw attention patterns, attention and learning curves",
-        description="Write PNG pictures: the heads of a hard-coded attention "
-        "layer, a trained model's attention on one sentence, or a "
-        "run's learning curves.",
-    )
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``adl viz``."""
     kinds = p.add_subparsers(dest="picture", metavar="PICTURE")
     kinds.required = True
 
