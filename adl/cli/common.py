@@ -58,3 +58,15 @@ def checked_model_options(args: argparse.Namespace) -> dict:
     except ADLError as exc:
         raise UsageError("; ".join(d.message for d in exc.diagnostics)) from None
     return options
+
+
+def add_set_option(p: argparse.ArgumentParser, example: str) -> None:
+    """``--set KEY=VALUE`` (repeatable): a run setting over the preset (docs/runtime.md)."""
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="sets",
+        help=example,
+    )

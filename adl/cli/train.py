@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from ..roles import stem
-from .common import UsageError
+from .common import UsageError, add_set_option
 
 HELP = "train a model on parallel text"
 
@@ -63,13 +63,9 @@ def arguments(p: argparse.ArgumentParser) -> None:
         metavar="NAME|FILE",
         help=f"a preset of adl/runtime/presets ({', '.join(_presets())}) or a YAML file",
     )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        dest="sets",
-        help="change a setting (repeatable), e.g. --set optim.lr=1e-3 "
+    add_set_option(
+        p,
+        "change a setting (repeatable), e.g. --set optim.lr=1e-3 "
         "--set max_steps=5000 --set model.vars.FF=1024",
     )
     p.add_argument("--out", metavar="DIR", help="run directory (default: runs/NAME)")

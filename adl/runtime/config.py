@@ -376,14 +376,20 @@ def merge(config: Config, data: Mapping[str, Any], origin: str) -> Config:
     return config
 
 
-def preset_path(name: str) -> Path:
-    """A preset's file: ``NAME`` in adl/runtime/presets/, or a path to a YAML file."""
+def yaml_file(name: str | Path, folder: Path) -> tuple[Path, bool]:
+    """(the file ``name`` means, whether it is a bundled name): a path to a YAML file as it
+    is given, else ``folder/NAME.yaml`` (the presets', the sweep specs')."""
     path = Path(name)
     if path.suffix in (".yaml", ".yml") or path.exists():
-        if not path.is_file():
-            raise ConfigError(f"{name}: no such preset file")
-        return path
-    found = PRESETS / f"{name}.yaml"
+        return path, False
+    return folder / f"{name}.yaml", True
+
+
+def preset_path(name: str) -> Path:
+    """A preset's file: ``NAME`` in adl/runtime/presets/, or a path to a YAML file."""
+    found, named = yaml_file(name, PRESETS)
+    if not named and not found.is_file():
+        raise ConfigError(f"{name}: no such preset file")
     if not found.is_file():
         raise ConfigError(
             f"unknown preset '{name}'{_hint(name, presets())}; presets: {', '.join(presets())}"

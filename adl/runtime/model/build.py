@@ -57,9 +57,11 @@ def check_model(cfg: ModelConfig) -> None:
         )
 
 
-def build_model(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, length_ratio: float):
-    """``adl.models.build`` with the run's settings; raises :class:`adl.errors.ADLError` for a bad file."""
-    options: dict[str, Any] = dict(
+def build_options(
+    cfg: ModelConfig, src_vocab: int, tgt_vocab: int, length_ratio: float, **more: Any
+) -> dict[str, Any]:
+    """The keyword arguments of ``adl.models.build`` for a run's model settings."""
+    return dict(
         src_vocab=src_vocab,
         tgt_vocab=tgt_vocab,
         d_model=cfg.d_model,
@@ -69,7 +71,13 @@ def build_model(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, length_ratio: 
         tie_embeddings=cfg.tie_embeddings,
         share_embeddings=cfg.share_embeddings,
         length_ratio=length_ratio,
+        **more,
     )
+
+
+def build_model(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, length_ratio: float):
+    """``adl.models.build`` with the run's settings; raises :class:`adl.errors.ADLError` for a bad file."""
+    options = build_options(cfg, src_vocab, tgt_vocab, length_ratio)
     if cfg.joint:
         return adl.models.build(joint=cfg.joint, **options)
     if not cfg.encoder:

@@ -134,6 +134,13 @@ class Values:
     def add(self, mark: Mark, message: str, hint: str | None = "") -> None:
         self.problems.append(Problem(mark, message, hint or ""))
 
+    def required(self, doc: Map, key: str, message: str) -> bool:
+        """Whether ``doc`` has ``key``; if not, ``message`` is a problem of the whole file."""
+        if key in doc:
+            return True
+        self.add(Mark(str(self.path), 1, 1), message)
+        return False
+
     def mapping(self, value: Any, mark: Mark, what: str) -> Map | None:
         if value is None:
             return None

@@ -18,6 +18,7 @@ import adl.models
 from adl.runtime import config as cfgmod
 from adl.runtime.config import Config
 from adl.runtime.errors import UserError
+from adl.runtime.model.build import build_options
 from adl.runtime.sweep.located import Problem
 from adl.runtime.sweep.reader import read_spec
 from adl.runtime.sweep.spec import Spec, SpecError, SystemSpec, spec_path, split_decode
@@ -198,18 +199,7 @@ def check_loader_options(system: SystemSpec, config: Config) -> Problem | None:
     if not loader:
         return None
     m = config.model
-    options = dict(
-        src_vocab=8,
-        tgt_vocab=8,
-        d_model=m.d_model,
-        heads=m.heads,
-        dropout=m.dropout,
-        vars=dict(m.vars),
-        tie_embeddings=m.tie_embeddings,
-        share_embeddings=m.share_embeddings,
-        length_ratio=1.0,
-        **loader,
-    )
+    options = build_options(m, 8, 8, 1.0, **loader)
     try:
         with torch.device("meta"):  # no weights are made
             if m.joint:

@@ -170,11 +170,11 @@ class _Reader(Values):
                 self.add(m.value_mark("wheel"), f"data: wheel: no such file {d.wheel}")
 
     def budget(self, doc: Map, spec: Spec) -> None:
-        if "budget" not in doc:
-            self.add(
-                Mark(str(self.path), 1, 1),
-                "no budget: say how long each run trains (budget: {steps: N} or {minutes: M})",
-            )
+        if not self.required(
+            doc,
+            "budget",
+            "no budget: say how long each run trains (budget: {steps: N} or {minutes: M})",
+        ):
             return
         m = self.mapping(doc["budget"], doc.value_mark("budget"), "budget")
         if m is None:
@@ -294,8 +294,7 @@ class _Reader(Values):
             spec.samples = n or spec.samples
 
     def systems(self, doc: Map, spec: Spec) -> None:
-        if "systems" not in doc:
-            self.add(Mark(str(self.path), 1, 1), "no systems: list them under systems:")
+        if not self.required(doc, "systems", "no systems: list them under systems:"):
             return
         value, mark = doc["systems"], doc.value_mark("systems")
         if not isinstance(value, Seq) or not value:
@@ -417,11 +416,11 @@ class _Reader(Values):
         return out
 
     def baseline(self, doc: Map, spec: Spec) -> None:
-        if "baseline" not in doc:
-            self.add(
-                Mark(str(self.path), 1, 1),
-                "no baseline: name the system the others are compared with (baseline: NAME)",
-            )
+        if not self.required(
+            doc,
+            "baseline",
+            "no baseline: name the system the others are compared with (baseline: NAME)",
+        ):
             return
         name = self.text(doc["baseline"], doc.value_mark("baseline"), "baseline")
         if name is None:

@@ -166,12 +166,9 @@ def split_decode(options: dict[str, Any]) -> tuple[SearchOptions, dict[str, Any]
 # --- finding the file -----------------------------------------------------------------------
 def spec_path(name: str | Path) -> Path:
     """A spec's file: a path, or the name of a bundled spec (adl/runtime/sweeps/NAME.yaml)."""
-    path = Path(name)
-    if path.suffix in (".yaml", ".yml") or path.exists():
-        if not path.is_file():
-            raise UserError(f"{name}: no such spec file")
-        return path
-    found = SWEEPS / f"{name}.yaml"
+    found, named = cfgmod.yaml_file(name, SWEEPS)
+    if not named and not found.is_file():
+        raise UserError(f"{name}: no such spec file")
     if not found.is_file():
         hint = did_you_mean(str(name), bundled(), ignore_case=True)
         raise UserError(
