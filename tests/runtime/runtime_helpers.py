@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
 
 from conftest import ROOT
 
-WORDS = list("abcdefghijklmnopqrst")  # each letter becomes one sentencepiece piece
+sys.path.insert(0, str(ROOT / "bench"))
+from toy_task import LETTERS, write_reverse_pairs  # noqa: E402
+
+WORDS = list(LETTERS)  # each letter becomes one sentencepiece piece
 
 ENC = "pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(ffl)) -> norm\n"
 DEC = "pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) -> res_nd(ffl)) -> norm\n"
@@ -41,14 +43,7 @@ def reverse_task(
     lengths: tuple[int, int] = (3, 8),
 ) -> dict[str, str]:
     """``train.src``/``train.tgt`` (and valid): random letter sentences and their reversal."""
-    rng = random.Random(seed)
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, n in (("train", train), ("valid", valid)):
-        with open(directory / f"{name}.src", "w") as fs, open(directory / f"{name}.tgt", "w") as ft:
-            for _ in range(n):
-                words = [rng.choice(WORDS) for _ in range(rng.randint(*lengths))]
-                fs.write(" ".join(words) + "\n")
-                ft.write(" ".join(reversed(words)) + "\n")
+    write_reverse_pairs(directory, {"train": train, "valid": valid}, seed, lengths)
     return {"train": str(directory / "train"), "valid": str(directory / "valid")}
 
 
