@@ -23,6 +23,15 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def sets(*settings: str) -> list[str]:
+    """Command-line arguments: ``--set`` before each ``KEY=VALUE`` of ``settings``."""
+    return [arg for setting in settings for arg in ("--set", setting)]
+
+
+# settings that make a CLI run short; tests add their own --set items after these
+QUICK = ["--preset", "tiny", *sets("d_model=32", "max_tokens=256", "log_every=5")]
+
+
 @pytest.fixture(scope="session")
 def project_wheel(tmp_path_factory) -> Path:
     """The project's wheel, built once per test session (``pip wheel``, no dependencies)."""

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 import torch
-from conftest import ROOT, run_cli
+from conftest import QUICK, ROOT, run_cli, sets
 
 from adl import patterns, runtime
 from adl.runtime import viz
@@ -149,18 +149,8 @@ def run(tmp_path_factory):
         "--langs",
         "src",
         "tgt",
-        "--preset",
-        "tiny",
-        "--set",
-        "d_model=32",
-        "--set",
-        "max_tokens=256",
-        "--set",
-        "max_steps=6",
-        "--set",
-        "valid_every=3",
-        "--set",
-        "log_every=2",
+        *QUICK,
+        *sets("max_steps=6", "valid_every=3", "log_every=2"),
         "--out",
         str(tmp / "run"),
     )

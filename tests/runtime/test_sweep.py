@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from runtime_helpers import adl_command, env, write_reverse_pairs
+from runtime_helpers import adl_command, env, last_reaches, write_reverse_pairs
 
 from adl.runtime import sweep
 from adl.runtime.rundir import RunDir
@@ -157,14 +157,6 @@ def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path):
     assert code == 0 and text == md
 
 
-def _last_reaches(run: RunDir, step: int) -> bool:
-    try:
-        inode = run.last.stat().st_ino
-        return any(s >= step and p.stat().st_ino == inode for s, p in run.step_files().items())
-    except FileNotFoundError:
-        return False
-
-
 def test_a_killed_sweep_finishes_without_training_twice(tmp_path):
     spec = tiny_task(tmp_path / "task", steps=200, valid_every=10)
     spec.write_text(spec.read_text().replace("seeds: [1, 2]", "seeds: [1]"))
@@ -179,7 +171,7 @@ def test_a_killed_sweep_finishes_without_training_twice(tmp_path):
     )
     try:
         deadline = time.monotonic() + 240
-        while not _last_reaches(second, 10):  # ATT is done; RNN has a checkpoint
+        while not last_reaches(second, 10):  # ATT is done; RNN has a checkpoint
             assert child.poll() is None, "the sweep ended before it could be killed"
             assert time.monotonic() < deadline
             time.sleep(0.02)
