@@ -10,6 +10,18 @@ def root() -> Path:
     return ROOT
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """Torch on one thread for a module (``pytestmark = pytest.mark.usefixtures("one_thread")``):
+    with tiny matrices, one thread is much faster than several on a busy machine."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def run_cli(*argv: str) -> tuple[int, str, str]:
     """Run ``adl`` in-process; returns (exit code, stdout, stderr)."""
     import contextlib
