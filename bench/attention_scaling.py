@@ -22,9 +22,8 @@ import time
 from pathlib import Path
 
 import torch
+from measure import one_layer, saved_bytes
 
-import adl
-from adl.models import build_network
 from adl.nn.context import Context
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,27 +41,10 @@ LAYERS = {  # name: (layer, role, form: None as the layer picks, True forced ban
 
 
 def layer_of(text: str, role: str, d: int, heads: int, form: bool | None):
-    program = adl.check(text, role=role, d_model=d, heads=heads, dropout=0.0)
-    layer = build_network(program, program.network)[0].chain.layers[0].train()
+    layer = one_layer(text, role, d, heads)
     if form is not None:
         layer.banded = form
     return layer
-
-
-def saved_bytes(fn) -> int:
-    """Bytes of the distinct storages autograd saves while ``fn`` runs, the layer's own
-    parameters left out."""
-    storages: dict[int, int] = {}
-
-    def pack(t):
-        if not isinstance(t, torch.nn.Parameter):
-            s = t.untyped_storage()
-            storages[s.data_ptr()] = s.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        fn()
-    return sum(storages.values())
 
 
 def main() -> None:
@@ -95,7 +77,7 @@ def main() -> None:
 
         for name in layers:
             run(name)  # warm up
-            memory[name][T] = saved_bytes(lambda name=name: run(name))
+            memory[name][T] = saved_bytes(lambda name=name: run(name), parameters=False)
         times: dict[str, list[float]] = {n: [] for n in layers}
         for r in range(args.repeat):
             for name in list(layers)[r % len(layers) :] + list(layers)[: r % len(layers)]:

@@ -22,9 +22,8 @@ import statistics
 import time
 
 import torch
+from measure import DEVICE, one_layer, saved_bytes, sync
 
-import adl
-from adl.models import build_network
 from adl.nn.context import Context
 
 LAYERS = {
@@ -36,30 +35,6 @@ LAYERS = {
 }
 
 
-def layer_of(text: str, role: str, d: int, heads: int, device: str):
-    program = adl.check(text, role=role, d_model=d, heads=heads, dropout=0.0)
-    return build_network(program, program.network)[0].chain.layers[0].to(device).train()
-
-
-def saved_bytes(fn) -> int:
-    """Bytes of the distinct storages autograd saves while ``fn`` runs."""
-    storages: dict[int, int] = {}
-
-    def pack(t):
-        s = t.untyped_storage()
-        storages[s.data_ptr()] = s.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        fn()
-    return sum(storages.values())
-
-
-def sync(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lengths", default="32,128,512")
@@ -67,7 +42,7 @@ def main() -> None:
     ap.add_argument("--d", type=int, default=512)
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--device", default=DEVICE)
     args = ap.parse_args()
     dev = args.device
     print(
@@ -77,7 +52,7 @@ def main() -> None:
     print(f"  {'layer':28s} {'length':>6s} {'memory':>8s} {'time':>8s}   banded, dense")
     for name, (text, role) in LAYERS.items():
         torch.manual_seed(0)
-        layer = layer_of(text, role, args.d, args.heads, dev)
+        layer = one_layer(text, role, args.d, args.heads).to(dev)
         for T in map(int, args.lengths.split(",")):
             x = torch.randn(args.batch, T, args.d, device=dev, requires_grad=True)
             lengths = torch.randint(T // 2, T + 1, (args.batch, 1)).to(dev)

@@ -32,31 +32,16 @@ from pathlib import Path
 import torch
 
 import adl
-from adl.runtime.data.tokenizer import EOS
+from adl.runtime.cost import _NoEos as NoEos
 from adl.runtime.decode.search import FullRecompute, beam, greedy, pad_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from measure import DEVICE, sync  # noqa: E402
 from search_reference import beam_reference, greedy_reference  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCH = ROOT / "architectures"
 V = 8000
-
-
-class NoEos:
-    """A model whose eos is barred, so every hypothesis runs to the length limit."""
-
-    def __init__(self, model):
-        self.model = model
-        self.needs_src_words = False
-
-    def start(self, src, src_words=None):
-        return self.model.start(src, src_words)
-
-    def step(self, tokens, memory, state):
-        logp = self.model.step(tokens, memory, state)
-        logp[:, EOS] = float("-inf")
-        return logp
 
 
 def build(enc: str, dec: str, d: int, heads: int, device: str = "cpu"):
@@ -81,11 +66,6 @@ def timed(fn, repeat: int, device: str = "cpu") -> float:
     return statistics.median(times)
 
 
-def sync(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
 def interleaved(runs: dict, repeat: int, device: str) -> dict[str, float]:
     """The median seconds of each run, the runs taking turns."""
     times: dict[str, list[float]] = {k: [] for k in runs}
@@ -104,7 +84,7 @@ def main() -> None:
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--parts", default="cache,hard,search", help="which comparisons to run")
-    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--device", default=DEVICE)
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     dev = args.device

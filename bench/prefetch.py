@@ -11,11 +11,12 @@ CPU the thread shares the cores with the training: the figure says whether it co
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from toy_task import write_reverse_pairs
 
 from adl import runtime
 
@@ -24,12 +25,7 @@ DEC = "pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) -> res
 
 
 def write_task(folder: Path, n: int = 4000) -> tuple[str, str]:
-    rng = random.Random(0)
-    with open(folder / "train.src", "w") as fs, open(folder / "train.tgt", "w") as ft:
-        for _ in range(n):
-            words = [rng.choice("abcdefghijklmnopqrst") for _ in range(rng.randint(3, 20))]
-            fs.write(" ".join(words) + "\n")
-            ft.write(" ".join(reversed(words)) + "\n")
+    write_reverse_pairs(folder, {"train": n}, lengths=(3, 20))
     (folder / "m.enc.adl").write_text(ENC)
     (folder / "m.dec.adl").write_text(DEC)
     return str(folder / "train.src"), str(folder / "train.tgt")

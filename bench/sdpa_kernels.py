@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from measure import DEVICE
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import adl
@@ -134,7 +135,7 @@ def accepted(call: Call) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--device", default=DEVICE)
     ap.add_argument("--dtype", default="fp32", choices=("fp32", "bf16", "fp16"))
     args = ap.parse_args()
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]

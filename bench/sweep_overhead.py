@@ -18,28 +18,22 @@ from __future__ import annotations
 
 import argparse
 import io
-import random
 import tempfile
 import time
 from pathlib import Path
 
+from toy_task import write_reverse_pairs
+
 from adl.runtime import sweep
 from adl.runtime.sweep.table import build, write
 
-LETTERS = list("abcdefghijklmnopqrst")
 ENC = "pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(ffl)) -> norm\n"
 DEC = "pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) -> res_nd(ffl)) -> norm\n"
 RNN = "pos -> repeat(2, res_nd(rnn) -> res_nd(mh_dot_src_att) -> res_nd(ffl)) -> norm\n"
 
 
 def task(folder: Path, steps: int, d_model: int) -> Path:
-    rng = random.Random(0)
-    for name, n in (("train", 4000), ("valid", 100), ("test", 200)):
-        with open(folder / f"{name}.src", "w") as fs, open(folder / f"{name}.tgt", "w") as ft:
-            for _ in range(n):
-                words = [rng.choice(LETTERS) for _ in range(rng.randint(4, 12))]
-                fs.write(" ".join(words) + "\n")
-                ft.write(" ".join(reversed(words)) + "\n")
+    write_reverse_pairs(folder, {"train": 4000, "valid": 100, "test": 200}, lengths=(4, 12))
     (folder / "att.enc.adl").write_text(ENC)
     (folder / "att.dec.adl").write_text(DEC)
     (folder / "rnn.dec.adl").write_text(RNN)

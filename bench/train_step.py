@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import torch
+from measure import DEVICE, sync
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -72,11 +73,6 @@ class HandWritten(nn.Module):
         return self.output(z)
 
 
-def sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
 def train_step(model, opt, src, tgt_in, tgt_out) -> None:
     logits = model(src, tgt_in)
     loss = nn.functional.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=0)
@@ -104,7 +100,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--length", type=int, default=32)
     ap.add_argument("--steps", type=int, default=4)
-    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--device", default=DEVICE)
     args = ap.parse_args()
     dev = args.device
     torch.manual_seed(0)

@@ -10,6 +10,18 @@ def root() -> Path:
     return ROOT
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """Torch on one thread for a module (``pytestmark = pytest.mark.usefixtures("one_thread")``):
+    with tiny matrices, one thread is much faster than several on a busy machine."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def run_cli(*argv: str) -> tuple[int, str, str]:
     """Run ``adl`` in-process; returns (exit code, stdout, stderr)."""
     import contextlib
@@ -21,6 +33,15 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(argv))
     return code, out.getvalue(), err.getvalue()
+
+
+def sets(*settings: str) -> list[str]:
+    """Command-line arguments: ``--set`` before each ``KEY=VALUE`` of ``settings``."""
+    return [arg for setting in settings for arg in ("--set", setting)]
+
+
+# settings that make a CLI run short; tests add their own --set items after these
+QUICK = ["--preset", "tiny", *sets("d_model=32", "max_tokens=256", "log_every=5")]
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Helpers for tests that build models from the architectures/ files."""
+"""Helpers for tests that build models (from the architectures/ files) and layers."""
 
 from pathlib import Path
 
@@ -8,6 +8,7 @@ from conftest import ROOT
 import adl
 
 ARCH = ROOT / "architectures"
+TRANSFORMER = (ARCH / "transformer.enc.adl", ARCH / "transformer.dec.adl")
 SMALL = dict(d_model=32, heads=4, dropout=0.0)
 
 
@@ -107,3 +108,13 @@ def encode(model, src):
 
 def start(model, src):
     return model.start(src, words_of(src)) if model.needs_src_words else model.start(src)
+
+
+def identity(layer):
+    """An attention layer with its value and output projections set to the identity, so that
+    its output is its attention weights."""
+    with torch.no_grad():
+        for lin in (layer.value, layer.out):
+            lin.weight.copy_(torch.eye(lin.weight.size(0)))
+            lin.bias.zero_()
+    return layer

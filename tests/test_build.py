@@ -4,7 +4,7 @@ models rebuild from their description, model-level errors are ADL errors."""
 import pytest
 import torch
 from conftest import run_cli
-from models import ARCH, adl_files, small_model
+from models import ARCH, TRANSFORMER, adl_files, small_model
 
 import adl
 from adl.models import build_network
@@ -81,7 +81,7 @@ def test_every_architecture_builds_and_summary_totals_match(path):
 
 @pytest.mark.training
 def test_the_model_trains_a_step():
-    model = small_model(ARCH / "transformer.enc.adl", ARCH / "transformer.dec.adl").train()
+    model = small_model(*TRANSFORMER).train()
     src = torch.randint(4, 50, (4, 6))
     tgt = torch.randint(4, 60, (4, 5))
     opt = torch.optim.Adam(model.parameters(), 1e-3)
@@ -136,25 +136,11 @@ def test_model_file_with_both_networks():
 
 
 def test_shared_embeddings():
-    model = adl.build(
-        ARCH / "transformer.enc.adl",
-        ARCH / "transformer.dec.adl",
-        src_vocab=20,
-        tgt_vocab=20,
-        d_model=32,
-        heads=4,
-        share_embeddings=True,
-        tie_embeddings=True,
-    )
+    sizes = dict(src_vocab=20, tgt_vocab=20, d_model=32, heads=4)
+    model = adl.build(*TRANSFORMER, **sizes, share_embeddings=True, tie_embeddings=True)
     assert model.src_embed is model.tgt_embed and model.output.weight is model.src_embed.weight
     with pytest.raises(adl.ADLError, match="share_embeddings needs one vocabulary"):
-        adl.build(
-            ARCH / "transformer.enc.adl",
-            ARCH / "transformer.dec.adl",
-            src_vocab=20,
-            tgt_vocab=21,
-            share_embeddings=True,
-        )
+        adl.build(*TRANSFORMER, src_vocab=20, tgt_vocab=21, share_embeddings=True)
 
 
 def test_encoder_block_selection():

@@ -44,19 +44,25 @@ def test_block_arguments_resolve_in_the_callers_scope():
     assert [c.name for c in res.children[0].nodes] == ["ffl", "dropout"]
 
 
-def test_block_argument_errors():
-    assert messages("b(x) = res(x)\npos -> b") == ["block 'b' needs the argument 'x'"]
-    assert messages("b(x) = res(x)\npos -> b(ffl, ffl)") == [
-        "too many arguments: block 'b' takes 1"
-    ]
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("b(x) = res(x)\npos -> b", "block 'b' needs the argument 'x'"),
+        ("b(x) = res(x)\npos -> b(ffl, ffl)", "too many arguments: block 'b' takes 1"),
+        ("b(x) = x(3)\npos -> b(ffl)", "'x' is a parameter of block 'b' and takes no arguments"),
+        (
+            "b(x) = res(x)\npos -> b(3)",
+            "argument 1 of 'res' (chain) must be a layer or a chain of layers, not the integer 3",
+        ),
+        ("b(n) = n\npos -> b(3)", "'n' stands for the integer 3 here, not a layer"),
+    ],
+)
+def test_block_argument_errors(text, expected):
+    assert messages(text) == [expected]
+
+
+def test_an_unknown_block_parameter():
     assert "block 'b' has no parameter 'y'" in messages("b(x) = res(x)\npos -> b(y=ffl)")
-    assert messages("b(x) = x(3)\npos -> b(ffl)") == [
-        "'x' is a parameter of block 'b' and takes no arguments"
-    ]
-    assert messages("b(x) = res(x)\npos -> b(3)") == [
-        "argument 1 of 'res' (chain) must be a layer or a chain of layers, not the integer 3"
-    ]
-    assert messages("b(n) = n\npos -> b(3)") == ["'n' stands for the integer 3 here, not a layer"]
 
 
 def test_recursion_through_another_block_and_through_arguments():
@@ -104,25 +110,41 @@ def test_required_parameters_are_never_skipped():
     ]
 
 
-def test_argument_errors():
-    # numbers bind in order (2 skips the symbol-valued act_type to reach dropout)
-    assert messages("ff(1, 2, 3)") == [
-        "argument 'dropout' of 'ff' must be a rate in [0, 1), not the integer 2",
-        "too many arguments: 'ff' takes at most 3 arguments",
-    ]
-    assert messages("norm(1, 2)") == ["too many arguments: 'norm' takes at most 1 argument"]
-    assert messages("ff(num_hidden=1, d_o=2)") == ["argument 'num_hidden' of 'ff' is given twice"]
-    assert messages("id(x=1)") == ["'id' has no argument 'x'"]
-    assert messages("ff(-3)") == [
-        "argument 'num_hidden' of 'ff' must be a size (a positive integer), not the integer -3"
-    ]
-    assert messages("dropout(1.5)") == [
-        "argument 'dropout' of 'dropout' must be a rate in [0, 1), not the number 1.5"
-    ]
-    assert messages('ff(act="tanhh")') == [
-        "argument 'act_type' of 'ff' must be one of 'relu', 'gelu', 'glu', 'tanh', 'sigmoid', 'swish' or 'none', not the string \"tanhh\""
-    ]
-    assert messages("concat") == ["'concat' needs at least one chain"]
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # numbers bind in order (2 skips the symbol-valued act_type to reach dropout)
+        (
+            "ff(1, 2, 3)",
+            [
+                "argument 'dropout' of 'ff' must be a rate in [0, 1), not the integer 2",
+                "too many arguments: 'ff' takes at most 3 arguments",
+            ],
+        ),
+        ("norm(1, 2)", ["too many arguments: 'norm' takes at most 1 argument"]),
+        ("ff(num_hidden=1, d_o=2)", ["argument 'num_hidden' of 'ff' is given twice"]),
+        ("id(x=1)", ["'id' has no argument 'x'"]),
+        (
+            "ff(-3)",
+            [
+                "argument 'num_hidden' of 'ff' must be a size (a positive integer), not the integer -3"
+            ],
+        ),
+        (
+            "dropout(1.5)",
+            ["argument 'dropout' of 'dropout' must be a rate in [0, 1), not the number 1.5"],
+        ),
+        (
+            'ff(act="tanhh")',
+            [
+                "argument 'act_type' of 'ff' must be one of 'relu', 'gelu', 'glu', 'tanh', 'sigmoid', 'swish' or 'none', not the string \"tanhh\""
+            ],
+        ),
+        ("concat", ["'concat' needs at least one chain"]),
+    ],
+)
+def test_argument_errors(text, expected):
+    assert messages(text) == expected
 
 
 def test_defaults_come_from_the_model():

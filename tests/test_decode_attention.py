@@ -17,13 +17,7 @@ HARD_DEC = "pos -> repeat(2, res_nd(hard_self_att) -> res_nd(hard_src_att) -> re
 SIZES = dict(src_vocab=13, tgt_vocab=13, d_model=16, heads=2, dropout=0.0)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny matrices: one thread is much faster than several on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def trained(dec: str, steps: int = 30, **extra):

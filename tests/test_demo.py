@@ -4,7 +4,7 @@ small stand-in corpus, a few training steps; the run folder must hold what the d
 import json
 import subprocess
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli, sets
 from fake_bible import make_wheel, sentence_verses
 
 SHORT = [
@@ -12,20 +12,15 @@ SHORT = [
     "200",
     "--beam",
     "2",
-    "--set",
-    "model.d_model=64",
-    "--set",
-    "model.vars.layers=1",
-    "--set",
-    "data.vocab_size=120",
-    "--set",
-    "train.max_tokens=600",
-    "--set",
-    "train.max_steps=16",
-    "--set",
-    "train.valid_every=8",
-    "--set",
-    "train.log_every=8",
+    *sets(
+        "model.d_model=64",
+        "model.vars.layers=1",
+        "data.vocab_size=120",
+        "train.max_tokens=600",
+        "train.max_steps=16",
+        "train.valid_every=8",
+        "train.log_every=8",
+    ),
 ]
 
 

@@ -5,6 +5,7 @@ keep no (batch x queries x keys) tensor for the backward pass."""
 
 import pytest
 import torch
+from models import identity
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import adl
@@ -68,14 +69,6 @@ def test_learned_self_attention_step_grows_with_the_prefix():
     every earlier key."""
     module = layer("mh_dot_self_att", "decoder")
     assert step_work(module, 200) > step_work(module, 10)
-
-
-def identity(module):
-    with torch.no_grad():
-        for lin in (module.value, module.out):
-            lin.weight.copy_(torch.eye(lin.weight.size(0)))
-            lin.bias.zero_()
-    return module
 
 
 @pytest.mark.parametrize(

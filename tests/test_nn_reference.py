@@ -4,7 +4,7 @@ import math
 
 import pytest
 import torch
-from conftest import ROOT
+from models import TRANSFORMER
 from torch import nn
 
 import adl
@@ -197,12 +197,7 @@ def test_transformer_equals_torch_transformer():
 
 
 def test_file_transformer_has_torch_transformer_size():
-    model = adl.build(
-        ROOT / "architectures/transformer.enc.adl",
-        ROOT / "architectures/transformer.dec.adl",
-        src_vocab=10,
-        tgt_vocab=10,
-    )
+    model = adl.build(*TRANSFORMER, src_vocab=10, tgt_vocab=10)
     ref = nn.Transformer(512, 8, 6, 6, 2048, norm_first=True)
     ours = sum(p.numel() for p in model.encoder.parameters()) + sum(
         p.numel() for p in model.decoder.parameters()

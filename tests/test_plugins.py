@@ -11,7 +11,6 @@ PYTHONPATH, so this process's registry never sees a plugin."""
 import importlib.util
 import json
 import os
-import random
 import re
 import shutil
 import subprocess
@@ -21,6 +20,9 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, run_cli
+
+sys.path.insert(0, str(ROOT / "bench"))
+from toy_task import write_reverse_pairs  # noqa: E402
 
 DOC = ROOT / "docs" / "extending.md"
 
@@ -189,20 +191,10 @@ def test_adl_build_uses_the_plugin_module(swiglu, tmp_path):
     assert got["rebuilt"] == got["total"]
 
 
-def _reverse_task(directory: Path, n: int) -> None:
-    rng = random.Random(0)
-    directory.mkdir()
-    with open(directory / "train.src", "w") as fs, open(directory / "train.tgt", "w") as ft:
-        for _ in range(n):
-            words = [rng.choice("abcdefghij") for _ in range(rng.randint(3, 7))]
-            fs.write(" ".join(words) + "\n")
-            ft.write(" ".join(reversed(words)) + "\n")
-
-
 def test_adl_train_trains_a_model_with_a_plugin_layer(swiglu, tmp_path):
     (tmp_path / "t.enc.adl").write_text(ENC)
     (tmp_path / "t.dec.adl").write_text(DEC)
-    _reverse_task(tmp_path / "data", 300)
+    write_reverse_pairs(tmp_path / "data", {"train": 300}, lengths=(3, 7), letters="abcdefghij")
     out = run(
         swiglu,
         "train",

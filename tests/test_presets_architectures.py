@@ -10,14 +10,7 @@ import torch
 import adl
 from adl.runtime import config as cfg
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Filling weights of many small models: one thread beats several on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 PAIRS = [(p, f) for p in cfg.presets() for f in cfg.preset_files(p)]

@@ -37,13 +37,21 @@ def test_causality(name, enc, dec):
             )
 
 
-@pytest.mark.parametrize("name,enc,dec", DECODERS, ids=[d[0] for d in DECODERS])
-def test_incremental_equals_full(name, enc, dec):
-    """Step-by-step decoding with the cache gives the full forward's outputs at every position."""
+@pytest.fixture(params=DECODERS, ids=[d[0] for d in DECODERS])
+def decoder64(request):
+    """(model, src, tgt, full): a decoder model in float64, a batch, and the full forward's
+    outputs on it."""
+    _, enc, dec = request.param
     model = small_model(enc, dec).double()
     src, tgt = batch()
     with torch.no_grad():
-        full = run(model, src, tgt)
+        return model, src, tgt, run(model, src, tgt)
+
+
+def test_incremental_equals_full(decoder64):
+    """Step-by-step decoding with the cache gives the full forward's outputs at every position."""
+    model, src, tgt, full = decoder64
+    with torch.no_grad():
         memory, state = start(model, src)
         steps = [model.decode(tgt[:, t : t + 1], memory, state) for t in range(tgt.size(1))]
         torch.testing.assert_close(torch.cat(steps, 1), full, rtol=1e-9, atol=1e-9)
@@ -54,13 +62,10 @@ def test_incremental_equals_full(name, enc, dec):
         torch.testing.assert_close(torch.cat([first] + rest, 1), full, rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("name,enc,dec", DECODERS, ids=[d[0] for d in DECODERS])
-def test_decoder_padding(name, enc, dec):
+def test_decoder_padding(decoder64):
     """Appending padding to the target leaves every real position's output unchanged."""
-    model = small_model(enc, dec).double()
-    src, tgt = batch()
+    model, src, tgt, full = decoder64
     with torch.no_grad():
-        full = run(model, src, tgt)
         padded = torch.cat([tgt, torch.zeros(tgt.size(0), 4, dtype=tgt.dtype)], 1)
         torch.testing.assert_close(
             run(model, src, padded)[:, : tgt.size(1)], full, rtol=1e-9, atol=1e-9

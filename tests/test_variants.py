@@ -4,6 +4,7 @@ masks, positions and cache."""
 
 import pytest
 import torch
+from models import identity
 
 import adl
 from adl import patterns as P
@@ -16,15 +17,6 @@ def single(text, role, d, **kw):
     program = adl.check(text, role=role, d_model=d, heads=2, dropout=0.0, **kw)
     module, _ = build_network(program, program.network, length_ratio=kw.pop("ratio", None))
     return module.chain.layers[0]
-
-
-def identity(layer):
-    """Value and output projections set to the identity, so the output is the weights."""
-    with torch.no_grad():
-        for lin in (layer.value, layer.out):
-            lin.weight.copy_(torch.eye(lin.weight.size(0)))
-            lin.bias.zero_()
-    return layer
 
 
 @pytest.mark.parametrize("role", ["encoder", "decoder"])
@@ -85,24 +77,11 @@ def test_gaussian_cross_attention_applies_its_pattern():
 
 
 def test_gaussian_cross_attention_needs_a_ratio():
+    texts = ("pos -> repeat(2, ffl)", "pos -> res_nd(gauss_src_att(l, c, r))")
+    sizes = dict(src_vocab=10, tgt_vocab=10, d_model=12, heads=2)
     with pytest.raises(adl.ADLError, match="gauss_src_att needs ratio="):
-        adl.build(
-            "pos -> repeat(2, ffl)",
-            "pos -> res_nd(gauss_src_att(l, c, r))",
-            src_vocab=10,
-            tgt_vocab=10,
-            d_model=12,
-            heads=2,
-        )
-    model = adl.build(
-        "pos -> repeat(2, ffl)",
-        "pos -> res_nd(gauss_src_att(l, c, r))",
-        src_vocab=10,
-        tgt_vocab=10,
-        d_model=12,
-        heads=2,
-        length_ratio=1.25,
-    )
+        adl.build(*texts, **sizes)
+    model = adl.build(*texts, **sizes, length_ratio=1.25)
     assert model.decoder.chain.layers[1].chain.layers[0].ratio == 1.25
     assert model.spec.length_ratio == 1.25
 

@@ -3,18 +3,21 @@ attention and a run's learning curves become PNG files of the size asked for; ba
 one message and exit status 1."""
 
 import json
-import random
 import re
 import shlex
 import struct
+import sys
 
 import pytest
 import torch
-from conftest import ROOT, run_cli
+from conftest import QUICK, ROOT, run_cli, sets
 
 from adl import patterns, runtime
 from adl.runtime.run import viz
 from adl.runtime.run.figures import Heatmap, curves_size, heatmap_size, pixels
+
+sys.path.insert(0, str(ROOT / "bench"))
+from toy_task import write_reverse_pairs  # noqa: E402
 
 SEVEN = ["cur", "prev", "next", "left", "right", "end", "start"]  # Raganato et al.'s seven
 g = patterns.gaussian
@@ -134,11 +137,7 @@ MODEL = (
 def run(tmp_path_factory):
     """6 updates of a small model on reversing letter sentences, validated at steps 3 and 6."""
     tmp = tmp_path_factory.mktemp("viz")
-    rng = random.Random(0)
-    for name, n in (("train", 200), ("valid", 20)):
-        lines = [[rng.choice("abcdefghij") for _ in range(rng.randint(3, 8))] for _ in range(n)]
-        (tmp / f"{name}.src").write_text("".join(" ".join(w) + "\n" for w in lines))
-        (tmp / f"{name}.tgt").write_text("".join(" ".join(w[::-1]) + "\n" for w in lines))
+    write_reverse_pairs(tmp, {"train": 200, "valid": 20}, letters="abcdefghij")
     (tmp / "model.adl").write_text(MODEL)
     code, _, err = run_cli(
         "train",
@@ -150,18 +149,8 @@ def run(tmp_path_factory):
         "--langs",
         "src",
         "tgt",
-        "--preset",
-        "tiny",
-        "--set",
-        "d_model=32",
-        "--set",
-        "max_tokens=256",
-        "--set",
-        "max_steps=6",
-        "--set",
-        "valid_every=3",
-        "--set",
-        "log_every=2",
+        *QUICK,
+        *sets("max_steps=6", "valid_every=3", "log_every=2"),
         "--out",
         str(tmp / "run"),
     )

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from conftest import ROOT
+from conftest import QUICK, ROOT, sets
 
-WORDS = list("abcdefghijklmnopqrst")  # each letter becomes one sentencepiece piece
+sys.path.insert(0, str(ROOT / "bench"))
+from toy_task import LETTERS, write_reverse_pairs  # noqa: E402
+
+if TYPE_CHECKING:
+    from adl.runtime.rundir import RunDir
+
+WORDS = list(LETTERS)  # each letter becomes one sentencepiece piece
 
 ENC = "pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(ffl)) -> norm\n"
 DEC = "pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) -> res_nd(ffl)) -> norm\n"
@@ -19,18 +25,6 @@ MODEL = (
     "decoder = pos -> res_nd(rnn) -> res_nd(mh_dot_src_att) -> norm\n"
 )
 JOINT = "joint = pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(ffl)) -> norm\n"
-
-# settings that make a CLI run short; tests add their own --set items after these
-QUICK = [
-    "--preset",
-    "tiny",
-    "--set",
-    "d_model=32",
-    "--set",
-    "max_tokens=256",
-    "--set",
-    "log_every=5",
-]
 
 
 def reverse_task(
@@ -41,14 +35,7 @@ def reverse_task(
     lengths: tuple[int, int] = (3, 8),
 ) -> dict[str, str]:
     """``train.src``/``train.tgt`` (and valid): random letter sentences and their reversal."""
-    rng = random.Random(seed)
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, n in (("train", train), ("valid", valid)):
-        with open(directory / f"{name}.src", "w") as fs, open(directory / f"{name}.tgt", "w") as ft:
-            for _ in range(n):
-                words = [rng.choice(WORDS) for _ in range(rng.randint(*lengths))]
-                fs.write(" ".join(words) + "\n")
-                ft.write(" ".join(reversed(words)) + "\n")
+    write_reverse_pairs(directory, {"train": train, "valid": valid}, seed, lengths)
     return {"train": str(directory / "train"), "valid": str(directory / "valid")}
 
 
@@ -61,7 +48,8 @@ def model_files(directory: Path) -> list[str]:
 
 def reverse_config(tmp: Path, *sets: str, train: int = 100, valid: int = 5):
     """The configuration of a small reverse-task run (preset tiny, d_model 32, batches of 256
-    tokens) on data written to ``tmp/data``; ``sets``: further ``KEY=VALUE`` settings."""
+    tokens) on data written to ``tmp/data``; ``sets``: further ``KEY=VALUE`` settings (a
+    later one wins, so they may change d_model and max_tokens too)."""
     from adl import runtime
 
     paths = reverse_task(tmp / "data", train=train, valid=valid)
@@ -79,25 +67,50 @@ def data_args(paths: dict[str, str], valid: bool = True) -> list[str]:
     return args + (["--valid", paths["valid"]] if valid else [])
 
 
+def train_cli(
+    tmp: Path,
+    paths: dict[str, str],
+    *settings: str,
+    files: list[str] | None = None,
+    valid: bool = True,
+    options=QUICK,
+) -> str:
+    """``adl train`` of ``files`` (by default the tiny model files, written to ``tmp``) on
+    the reverse task at ``paths`` (``valid``: with its validation set) into ``tmp/run``, with
+    ``options`` and then ``settings`` (``KEY=VALUE`` items), which must succeed; its
+    standard output."""
+    from conftest import run_cli
+
+    code, stdout, err = run_cli(
+        "train",
+        *(model_files(tmp) if files is None else files),
+        *data_args(paths, valid=valid),
+        *options,
+        *sets(*settings),
+        "--out",
+        str(tmp / "run"),
+    )
+    assert code == 0, err
+    return stdout
+
+
 def train_reverse_run(tmp: Path, *settings: str) -> Path:
     """A reverse-task run of 300 steps (d_model 48) in ``tmp/run``, for a test module to
     share; ``settings``: further ``KEY=VALUE`` settings."""
-    from conftest import run_cli
-
     paths = reverse_task(tmp / "data", train=2000, valid=40)
-    out = tmp / "run"
-    options = ["d_model=48", "max_tokens=1024", "max_steps=300", "valid_every=300", *settings]
-    code, _, err = run_cli(
-        "train",
-        *model_files(tmp),
-        *data_args(paths),
-        *QUICK,
-        *(arg for setting in options for arg in ("--set", setting)),
-        "--out",
-        str(out),
-    )
-    assert code == 0, err
-    return out
+    options = ["d_model=48", "max_tokens=1024", "max_steps=300", "valid_every=300"]
+    train_cli(tmp, paths, *options, *settings)
+    return tmp / "run"
+
+
+def last_reaches(run: RunDir, step: int) -> bool:
+    """Whether last.pt is (a hard link to) the checkpoint of ``step`` or a later one: the
+    step file appears a moment before last.pt is relinked to it."""
+    try:
+        inode = run.last.stat().st_ino
+        return any(s >= step and p.stat().st_ino == inode for s, p in run.step_files().items())
+    except FileNotFoundError:
+        return False
 
 
 def env() -> dict[str, str]:

@@ -9,7 +9,7 @@ import re
 import pytest
 import torch
 from conftest import run_cli
-from runtime_helpers import model_files, reverse_task
+from runtime_helpers import reverse_config
 
 from adl import runtime
 from adl.runtime.errors import CheckpointError
@@ -21,21 +21,8 @@ from adl.runtime.rundir import RunDir
 def run(tmp_path_factory):
     """A tiny run of 8 updates with a validation (and a checkpoint) every 2."""
     tmp = tmp_path_factory.mktemp("ckpt")
-    paths = reverse_task(tmp / "data", train=200, valid=20)
-    config = runtime.configure(
-        model_files(tmp),
-        preset="tiny",
-        train=(paths["train"] + ".src", paths["train"] + ".tgt"),
-        valid=(paths["valid"] + ".src", paths["valid"] + ".tgt"),
-        sets=[
-            "d_model=32",
-            "max_tokens=256",
-            "max_steps=8",
-            "valid_every=2",
-            "keep_last=3",
-            "log_every=4",
-        ],
-    )
+    settings = ["max_steps=8", "valid_every=2", "keep_last=3", "log_every=4"]
+    config = reverse_config(tmp, *settings, train=200, valid=20)
     summary = runtime.train(config, tmp / "run")
     assert summary.step == 8 and summary.reason == "max_steps"
     return RunDir(tmp / "run")

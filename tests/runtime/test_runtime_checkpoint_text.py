@@ -6,7 +6,7 @@ import time
 import pytest
 import torch
 from conftest import run_cli
-from runtime_helpers import model_files, reverse_task
+from runtime_helpers import reverse_config
 
 from adl import runtime
 from adl.runtime.errors import CheckpointError
@@ -23,14 +23,8 @@ DOUBLING = (
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ckpt_text")
-    paths = reverse_task(tmp / "data", train=60, valid=8)
-    config = runtime.configure(
-        model_files(tmp),
-        preset="tiny",
-        train=(paths["train"] + ".src", paths["train"] + ".tgt"),
-        valid=(paths["valid"] + ".src", paths["valid"] + ".tgt"),
-        sets=["d_model=16", "max_tokens=128", "max_steps=2", "valid_every=2", "log_every=2"],
-    )
+    settings = ["d_model=16", "max_tokens=128", "max_steps=2", "valid_every=2", "log_every=2"]
+    config = reverse_config(tmp, *settings, train=60, valid=8)  # smaller than its d_model 32
     runtime.train(config, tmp / "run")
     return RunDir(tmp / "run")
 

@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from conftest import run_cli
+from conftest import run_cli, sets
 from runtime_helpers import QUICK, data_args, env, model_files, reverse_task
 
 from adl.runtime.model import checkpoint as ckpt
@@ -128,10 +128,7 @@ def test_adl_train_nproc_launches_torchrun(tmp_path):
             *model_files(tmp_path),
             *data_args(paths),
             *QUICK,
-            "--set",
-            "max_steps=4",
-            "--set",
-            "valid_every=2",
+            *sets("max_steps=4", "valid_every=2"),
             "--nproc",
             "2",
             "--out",

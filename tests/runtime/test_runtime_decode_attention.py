@@ -3,7 +3,7 @@ retrieval or standard attention (runtime.load_for_inference(decode_attention=...
 
 import pytest
 from conftest import run_cli
-from runtime_helpers import QUICK, data_args, model_files, reverse_task
+from runtime_helpers import reverse_task, train_cli
 
 from adl import runtime
 from adl.nn.attention import DotAttention
@@ -16,21 +16,8 @@ def run(tmp_path_factory):
     """A soft-attention reverse-task run of 80 steps."""
     tmp = tmp_path_factory.mktemp("decode_attention")
     paths = reverse_task(tmp / "data", train=400, valid=20)
-    out = tmp / "run"
-    code, _, err = run_cli(
-        "train",
-        *model_files(tmp),
-        *data_args(paths),
-        *QUICK,
-        "--set",
-        "max_steps=80",
-        "--set",
-        "valid_every=80",
-        "--out",
-        str(out),
-    )
-    assert code == 0, err
-    return tmp, out
+    train_cli(tmp, paths, "max_steps=80", "valid_every=80")
+    return tmp, tmp / "run"
 
 
 def test_loading_sets_the_decoder_attention(run):

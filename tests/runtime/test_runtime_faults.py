@@ -8,6 +8,7 @@ import time
 
 import pytest
 import torch
+from conftest import sets
 from runtime_helpers import QUICK, data_args, model_files, reverse_config, reverse_task, start_adl
 
 from adl import runtime
@@ -83,10 +84,7 @@ def test_ctrl_c_writes_a_checkpoint_and_exits_cleanly(tmp_path):
         *model_files(tmp_path),
         *data_args(paths),
         *QUICK,
-        "--set",
-        "max_steps=100000",
-        "--set",
-        "valid_every=1000",
+        *sets("max_steps=100000", "valid_every=1000"),
         "--out",
         str(run.root),
     )

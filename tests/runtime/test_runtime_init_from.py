@@ -4,7 +4,7 @@ an architecture that must match (a mismatch names the first differing tensor).""
 
 import pytest
 import torch
-from conftest import run_cli
+from conftest import run_cli, sets
 from runtime_helpers import QUICK, data_args, model_files, reverse_task
 
 from adl import runtime
@@ -131,10 +131,7 @@ def test_fine_tuning_from_the_command_line(source, tmp_path):
         "train",
         *data_args(paths),
         *QUICK,
-        "--set",
-        "max_steps=2",
-        "--set",
-        "valid_every=2",
+        *sets("max_steps=2", "valid_every=2"),
         "--init-from",
         str(run.root),
         "--out",

@@ -13,7 +13,16 @@ import time
 
 import pytest
 from conftest import run_cli
-from runtime_helpers import QUICK, adl_command, data_args, env, model_files, reverse_task, start_adl
+from runtime_helpers import (
+    QUICK,
+    adl_command,
+    data_args,
+    env,
+    model_files,
+    reverse_task,
+    start_adl,
+    train_cli,
+)
 
 from adl import runtime
 from adl.runtime.errors import RunDirError
@@ -112,19 +121,7 @@ def test_a_fresh_run_on_a_held_out_stops_before_writing(tmp_path):
 def test_a_second_resume_exits_1_and_leaves_the_first_runs_metrics_alone(tmp_path):
     paths = reverse_task(tmp_path / "data", train=200, valid=5)
     run = RunDir(tmp_path / "run")
-    code, _, err = run_cli(
-        "train",
-        *model_files(tmp_path),
-        *data_args(paths),
-        *QUICK,
-        "--set",
-        "max_steps=5",
-        "--set",
-        "valid_every=5",
-        "--out",
-        str(run.root),
-    )
-    assert code == 0, err
+    train_cli(tmp_path, paths, "max_steps=5", "valid_every=5")
     resume = ["train", "--resume", "--out", str(run.root), "--set", "log_every=1"]
     first = start_adl(*resume, "--set", "max_steps=1000000", "--set", "valid_every=1000000")
     try:

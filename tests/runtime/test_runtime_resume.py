@@ -7,22 +7,22 @@ import subprocess
 import time
 
 import torch
-from runtime_helpers import QUICK, adl_command, data_args, env, model_files, reverse_task, run_adl
+from conftest import sets
+from runtime_helpers import (
+    QUICK,
+    adl_command,
+    data_args,
+    env,
+    last_reaches,
+    model_files,
+    reverse_task,
+    run_adl,
+)
 
 from adl.runtime.model import checkpoint as ckpt
 from adl.runtime.rundir import RunDir
 
 N = 150
-
-
-def last_reaches(run: RunDir, step: int) -> bool:
-    """Whether last.pt is (a hard link to) the checkpoint of ``step`` or a later one: the
-    step file appears a moment before last.pt is relinked to it."""
-    try:
-        inode = run.last.stat().st_ino
-        return any(s >= step and p.stat().st_ino == inode for s, p in run.step_files().items())
-    except FileNotFoundError:
-        return False
 
 
 def test_sigkill_then_resume_is_bit_identical(tmp_path):
@@ -32,12 +32,7 @@ def test_sigkill_then_resume_is_bit_identical(tmp_path):
         *model_files(tmp_path),
         *data_args(paths),
         *QUICK,
-        "--set",
-        f"max_steps={N}",
-        "--set",
-        "valid_every=10",
-        "--set",
-        "model.dropout=0.1",
+        *sets(f"max_steps={N}", "valid_every=10", "model.dropout=0.1"),
     ]  # dropout: the RNG state must resume too
     whole = run_adl(*common, "--out", str(tmp_path / "whole"))
     assert whole.returncode == 0, whole.stderr

@@ -5,8 +5,17 @@ import json
 
 import pytest
 import yaml
-from conftest import run_cli
-from runtime_helpers import JOINT, MODEL, QUICK, data_args, model_files, reverse_task
+from conftest import run_cli, sets
+from runtime_helpers import (
+    JOINT,
+    MODEL,
+    QUICK,
+    data_args,
+    model_files,
+    reverse_config,
+    reverse_task,
+    train_cli,
+)
 
 from adl import runtime
 
@@ -16,20 +25,8 @@ from adl import runtime
 def test_the_tiny_reverse_task_reaches_95_percent_token_accuracy(tmp_path):
     paths = reverse_task(tmp_path / "data", train=4000, valid=200)
     out = tmp_path / "run"
-    code, stdout, err = run_cli(
-        "train",
-        *model_files(tmp_path),
-        *data_args(paths),
-        "--preset",
-        "tiny",
-        "--set",
-        "max_steps=1200",
-        "--set",
-        "valid_every=400",
-        "--out",
-        str(out),
-    )
-    assert code == 0, err
+    tiny = ["--preset", "tiny"]
+    stdout = train_cli(tmp_path, paths, "max_steps=1200", "valid_every=400", options=tiny)
     assert stdout.startswith(f"{out}: 1,200 steps (max steps), best ppl ")
     # greedy translations of the validation set, scored token by token
     model, tok = runtime.load_for_inference(out, "best")
@@ -53,19 +50,7 @@ def test_the_tiny_reverse_task_reaches_95_percent_token_accuracy(tmp_path):
 def test_an_encoder_decoder_pair_trains_and_writes_the_effective_config(tmp_path):
     paths = reverse_task(tmp_path / "data", train=200, valid=10)
     out = tmp_path / "run"
-    code, stdout, err = run_cli(
-        "train",
-        *model_files(tmp_path),
-        *data_args(paths),
-        *QUICK,
-        "--set",
-        "max_steps=6",
-        "--set",
-        "valid_every=3",
-        "--out",
-        str(out),
-    )
-    assert code == 0, err
+    stdout = train_cli(tmp_path, paths, "max_steps=6", "valid_every=3")
     assert stdout.strip() == f"{out}: 6 steps (max steps), best ppl " + stdout.split()[-1]
     written = yaml.safe_load((out / "config.yaml").read_text())
     assert written["model"]["d_model"] == 32 and written["train"]["max_steps"] == 6
@@ -82,21 +67,8 @@ def test_one_file_defining_encoder_and_decoder_trains(tmp_path):
     paths = reverse_task(tmp_path / "data", train=200, valid=10)
     model = tmp_path / "cnn_rnn.adl"
     model.write_text(MODEL)
-    out = tmp_path / "run"
-    code, _, err = run_cli(
-        "train",
-        str(model),
-        *data_args(paths, valid=False),
-        *QUICK,
-        "--set",
-        "max_steps=4",
-        "--set",
-        "valid_every=4",
-        "--out",
-        str(out),
-    )
-    assert code == 0, err
-    m, _ = runtime.load_for_inference(out)  # no validation set: best is the last
+    train_cli(tmp_path, paths, "max_steps=4", "valid_every=4", files=[str(model)], valid=False)
+    m, _ = runtime.load_for_inference(tmp_path / "run")  # no validation set: best is the last
     assert "cnn" in m.spec.encoder and "rnn" in m.spec.decoder
 
 
@@ -111,10 +83,7 @@ def test_a_joint_model_trains(tmp_path):
         str(joint),
         *data_args(paths),
         *QUICK,
-        "--set",
-        "max_steps=4",
-        "--set",
-        "valid_every=2",
+        *sets("max_steps=4", "valid_every=2"),
         "--out",
         str(out),
     )
@@ -126,14 +95,7 @@ def test_a_joint_model_trains(tmp_path):
 
 def train_small(tmp_path, *sets: str) -> runtime.Summary:
     """The tiny model for up to 100 updates on 200 reversed sentences, with ``sets``."""
-    paths = reverse_task(tmp_path / "data", train=200, valid=10)
-    config = runtime.configure(
-        model_files(tmp_path),
-        preset="tiny",
-        train=(paths["train"] + ".src", paths["train"] + ".tgt"),
-        valid=(paths["valid"] + ".src", paths["valid"] + ".tgt"),
-        sets=["d_model=32", "max_tokens=256", "max_steps=100", *sets],
-    )
+    config = reverse_config(tmp_path, "max_steps=100", *sets, train=200, valid=10)
     return runtime.train(config, tmp_path / "run")
 
 

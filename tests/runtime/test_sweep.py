@@ -9,7 +9,6 @@ import hashlib
 import io
 import json
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from runtime_helpers import WORDS, adl_command, env
+from runtime_helpers import adl_command, env, last_reaches, write_reverse_pairs
 
 from adl.runtime import sweep
 from adl.runtime.rundir import RunDir
@@ -32,14 +31,7 @@ RNN = "pos -> res_nd(rnn) -> res_nd(mh_dot_src_att) -> res_nd(ffl) -> norm\n"
 
 def tiny_task(folder: Path, steps: int = 20, valid_every: int = 10) -> Path:
     """Letter sentences and their reversal, two tiny models, and a spec over them."""
-    rng = random.Random(0)
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, n in (("train", 300), ("valid", 20), ("test", 24)):
-        with open(folder / f"{name}.src", "w") as fs, open(folder / f"{name}.tgt", "w") as ft:
-            for _ in range(n):
-                words = [rng.choice(WORDS) for _ in range(rng.randint(3, 6))]
-                fs.write(" ".join(words) + "\n")
-                ft.write(" ".join(reversed(words)) + "\n")
+    write_reverse_pairs(folder, {"train": 300, "valid": 20, "test": 24}, lengths=(3, 6))
     (folder / "att.enc.adl").write_text(ENC)
     (folder / "att.dec.adl").write_text(DEC)
     (folder / "rnn.dec.adl").write_text(RNN)
@@ -165,14 +157,6 @@ def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path):
     assert code == 0 and text == md
 
 
-def _last_reaches(run: RunDir, step: int) -> bool:
-    try:
-        inode = run.last.stat().st_ino
-        return any(s >= step and p.stat().st_ino == inode for s, p in run.step_files().items())
-    except FileNotFoundError:
-        return False
-
-
 def test_a_killed_sweep_finishes_without_training_twice(tmp_path):
     spec = tiny_task(tmp_path / "task", steps=200, valid_every=10)
     spec.write_text(spec.read_text().replace("seeds: [1, 2]", "seeds: [1]"))
@@ -187,7 +171,7 @@ def test_a_killed_sweep_finishes_without_training_twice(tmp_path):
     )
     try:
         deadline = time.monotonic() + 240
-        while not _last_reaches(second, 10):  # ATT is done; RNN has a checkpoint
+        while not last_reaches(second, 10):  # ATT is done; RNN has a checkpoint
             assert child.poll() is None, "the sweep ended before it could be killed"
             assert time.monotonic() < deadline
             time.sleep(0.02)
