@@ -126,6 +126,12 @@ class CheckedChain:
     def find(self, name: str) -> list[Node]:
         return [n for _, _, n in self.walk() if n.spec.name == name]
 
+    @property
+    def top_repeat(self) -> Node | None:
+        """The chain's first ``repeat`` at the top level: its copies are the network's
+        blocks (what ``encoder_block=`` counts)."""
+        return next((n for n in self.nodes if n.spec.name == "repeat"), None)
+
 
 def _walk(chain: CheckedChain, prefix: str, depth: int) -> Iterator[tuple[str, int, Node]]:
     for i, node in enumerate(chain.nodes, 1):
@@ -178,7 +184,7 @@ class Network:
     def blocks(self) -> int:
         """Copies of the network's top-level ``repeat``: the blocks an encoder offers to
         ``encoder_block=`` (0 without one)."""
-        top = next((n for n in self.chain.nodes if n.spec.name == "repeat"), None)
+        top = self.chain.top_repeat
         return top.args.get("count", 0) if top is not None else 0  # none: an earlier error
 
     @property
