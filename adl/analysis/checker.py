@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Diagnostic, Note, did_you_mean
+from ..layers import REGISTRY
 from ..limits import (
     MAX_BLOCK_DEPTH,
     MAX_ERRORS,
@@ -20,7 +21,7 @@ from ..limits import (
     MAX_SIZE,
     MAX_STEPS,
 )
-from ..registry import REGISTRY, Hyper, LayerInput, LayerSpec, Refusal
+from ..registry import Hyper, LayerInput, LayerSpec, Refusal
 from ..source import Source, Span
 from ..syntax import ast
 from ..types import ChainRef, ModelDefault
