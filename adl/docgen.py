@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .api import check
 from .layers import REGISTRY
 from .limits import LIMITS
 from .registry import ROLES, LayerSpec, ParamSpec
@@ -160,8 +161,6 @@ def _header_lines(path: Path) -> list[str]:
 
 
 def _roles_of(path: Path) -> str:
-    from .api import check
-
     return ", ".join(check(path).networks)
 
 

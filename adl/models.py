@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .analysis import resolve_memory_limit
+from .analysis import arg_span, resolve_memory_limit
 from .analysis.pairs import pair_problems
 from .analysis.program import BYTES_PER_PARAMETER, Network, Program
 from .api import TextOrPath, check
@@ -20,6 +20,7 @@ from .errors import ADLError, Diagnostic, Note, error
 from .limits import MAX_INTEGER, MEMORY_ENV, amount
 from .registry import DECODER, ENCODER, JOINT
 from .roles import roles_in
+from .source import Source
 from .syntax import ast
 from .syntax.printer import to_text
 
@@ -154,8 +155,6 @@ def check_pair(encoder: Program, decoder: Program) -> None:
     the encoder's blocks cannot serve."""
     problems = pair_problems(decoder.network, encoder.network)
     if problems:
-        from .analysis import arg_span
-
         raise ADLError(
             [
                 Diagnostic(
@@ -405,8 +404,6 @@ def build_from_spec(
 
 
 def _named(text: str | None, name: str | None):
-    from .source import Source
-
     if text is None:
         return None
     return Source(text, name or "<checkpoint>")

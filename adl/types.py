@@ -14,8 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
+from .errors import did_you_mean
 from .limits import MAX_COUNT, MAX_SIZE
 from .syntax import ast
+from .syntax.printer import to_text
 
 # --- values as the checker hands them to types --------------------------------------------
 
@@ -36,8 +38,6 @@ class ChainRef:
 
 def describe(value: Any) -> str:
     """How a value is named in messages: ``the number 2.5``, ``the chain 'a -> b'``."""
-    from .syntax.printer import to_text
-
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -264,8 +264,6 @@ class ChoiceType(StrType):
         self.noun = _one_of(choices)
 
     def convert(self, value: Any) -> str:
-        from .errors import did_you_mean
-
         name = super().convert(value)
         if name not in self.choices:
             raise TypeMismatch(self.noun, hint=did_you_mean(name, self.choices))

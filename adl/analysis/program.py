@@ -13,6 +13,7 @@ from ..errors import Diagnostic
 from ..registry import Hyper, LayerSpec
 from ..source import Source
 from ..syntax import ast
+from ..syntax.printer import signature, to_text
 
 BYTES_PER_PARAMETER = 4  # float32
 
@@ -207,14 +208,10 @@ class Program:
 
     @property
     def canonical(self) -> str:
-        from ..syntax.printer import to_text
-
         return to_text(self.tree)
 
     @property
     def signature(self) -> str:
-        from ..syntax.printer import signature
-
         return signature(self.tree)
 
     @property
