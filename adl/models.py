@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .analysis import resolve_memory_limit
+from .analysis import arg_span, resolve_memory_limit
 from .analysis.pairs import pair_problems
 from .analysis.program import BYTES_PER_PARAMETER, Network, Program
 from .api import TextOrPath, check
@@ -20,6 +20,7 @@ from .errors import ADLError, Diagnostic, Note, error
 from .limits import MAX_INTEGER, MEMORY_ENV, amount
 from .registry import DECODER, ENCODER, JOINT
 from .roles import roles_in
+from .source import Source
 from .syntax import ast
 from .syntax.printer import to_text
 
@@ -154,8 +155,6 @@ def check_pair(encoder: Program, decoder: Program) -> None:
     the encoder's blocks cannot serve."""
     problems = pair_problems(decoder.network, encoder.network)
     if problems:
-        from .analysis import arg_span
-
         raise ADLError(
             [
                 Diagnostic(
@@ -250,18 +249,6 @@ def build(
     )
     if joint is not None:
         program = check(joint, role=JOINT, **options)
-        _check_tie(tie_embeddings, program.network.d_out, d_model)
-        _check_memory(
-            [program.network],
-            src_vocab,
-            tgt_vocab,
-            d_model,
-            tie_embeddings,
-            share_embeddings,
-            limit,
-            extra=2 * d_model,  # the language embedding
-        )
-        module, _ = build_network(program, program.network, length_ratio=length_ratio)
         spec = ModelSpec(
             encoder=None,
             decoder=None,
@@ -269,47 +256,28 @@ def build(
             names={JOINT: program.source.name},
             **common,
         )
+        _check_whole([program.network], spec, limit, extra=2 * d_model)  # the language embedding
+        module, _ = build_network(program, program.network, length_ratio=length_ratio)
         if decode_attention is not None:
             raise error(
                 "decode_attention applies to encoder-decoder models (the decoder's attention), "
                 "not to a joint model"
             )
-        return JointModel(
-            module, src_vocab, tgt_vocab, d_model, pad_id, tie_embeddings, share_embeddings, spec
-        )
+        return _whole_model(JointModel, [module], spec)
     assert encoder is not None  # joint is None, so an encoder was given (checked above)
     enc, dec = check_model(encoder, decoder, **options)
-    _check_tie(tie_embeddings, dec.network.d_out, d_model)
-    _check_memory(
-        [enc.network, dec.network],
-        src_vocab,
-        tgt_vocab,
-        d_model,
-        tie_embeddings,
-        share_embeddings,
-        limit,
-    )
-    enc_module, blocks = build_network(enc, enc.network, length_ratio=length_ratio)
-    dec_module, _ = build_network(
-        dec, dec.network, encoder_blocks=blocks, length_ratio=length_ratio
-    )
     spec = ModelSpec(
         encoder=enc.canonical,
         decoder=dec.canonical,
         names={ENCODER: enc.source.name, DECODER: dec.source.name},
         **common,
     )
-    model = Seq2Seq(
-        enc_module,
-        dec_module,
-        src_vocab,
-        tgt_vocab,
-        d_model,
-        pad_id,
-        tie_embeddings,
-        share_embeddings,
-        spec,
+    _check_whole([enc.network, dec.network], spec, limit)
+    enc_module, blocks = build_network(enc, enc.network, length_ratio=length_ratio)
+    dec_module, _ = build_network(
+        dec, dec.network, encoder_blocks=blocks, length_ratio=length_ratio
     )
+    model = _whole_model(Seq2Seq, [enc_module, dec_module], spec)
     if decode_attention is not None:
         from .nn.hard import set_decode_attention
 
@@ -336,17 +304,24 @@ def model_bytes(
     return BYTES_PER_PARAMETER * params + buffers, params
 
 
-def _check_memory(
-    networks: list[Network],
-    src_vocab: int,
-    tgt_vocab: int,
-    d_model: int,
-    tie: bool,
-    share: bool,
-    limit: int,
-    extra: int = 0,
-) -> None:
-    need, params = model_bytes(networks, src_vocab, tgt_vocab, d_model, tie, share, extra)
+def _check_whole(networks: list[Network], spec: ModelSpec, limit: int, extra: int = 0) -> None:
+    """What only the whole model shows: an output layer tied to the target embedding must
+    read its size, and the model (``extra`` more parameters) must fit the memory limit."""
+    d_out = networks[-1].d_out
+    if spec.tie_embeddings and d_out != spec.d_model:
+        raise error(
+            f"tie_embeddings needs the decoder's output ({d_out}) to be d_model ({spec.d_model})"
+        )
+    src_vocab, tgt_vocab = spec.src_vocab, spec.tgt_vocab
+    need, params = model_bytes(
+        networks,
+        src_vocab,
+        tgt_vocab,
+        spec.d_model,
+        spec.tie_embeddings,
+        spec.share_embeddings,
+        extra,
+    )
     if need > limit:
         raise error(
             f"the model needs about {amount(need)} for its {params:,} parameters (float32, "
@@ -356,11 +331,19 @@ def _check_memory(
         )
 
 
-def _check_tie(tie: bool, d_out: int, d_model: int) -> None:
-    if tie and d_out != d_model:
-        raise error(
-            f"tie_embeddings needs the decoder's output ({d_out}) to be d_model ({d_model})"
-        )
+def _whole_model(cls: type, networks: list[Any], spec: ModelSpec):
+    """The model of class ``cls`` (Seq2Seq, JointModel) over built networks, with the
+    embeddings and output layer ``spec`` describes."""
+    return cls(
+        *networks,
+        spec.src_vocab,
+        spec.tgt_vocab,
+        spec.d_model,
+        spec.pad_id,
+        spec.tie_embeddings,
+        spec.share_embeddings,
+        spec,
+    )
 
 
 def build_network(
@@ -421,8 +404,6 @@ def build_from_spec(
 
 
 def _named(text: str | None, name: str | None):
-    from .source import Source
-
     if text is None:
         return None
     return Source(text, name or "<checkpoint>")

@@ -18,6 +18,8 @@ bound arguments, it returns the output size and the parameter count::
         ...
 
 The registry never imports torch; the modules that implement layers live in :mod:`adl.nn`.
+Nor does it import the layers: :mod:`adl.layers` imports it, registering every built-in layer,
+and offers the full registry (``from adl.layers import REGISTRY``) to what looks layers up.
 """
 
 from __future__ import annotations
@@ -196,35 +198,26 @@ class Registry:
         self._specs[spec.name] = spec
 
     def get(self, name: str) -> LayerSpec | None:
-        _load_layers()
+        load_plugins(RULES_GROUP)
         return self._names.get(name)
 
     def names(self) -> list[str]:
-        _load_layers()
+        load_plugins(RULES_GROUP)
         return sorted(self._names)
 
     def __iter__(self) -> Iterator[LayerSpec]:
-        _load_layers()
+        load_plugins(RULES_GROUP)
         return iter(sorted(self._specs.values(), key=lambda s: (s.family, s.name)))
 
     def __contains__(self, name: str) -> bool:
         return self.get(name) is not None
 
 
+# Every layer of the language: the built-in families register here when :mod:`adl.layers`
+# is imported (which offers this registry to those that look layers up, as
+# ``adl.layers.REGISTRY``), the plugins' (entry-point group ``adl.layers``) at the first
+# lookup, after them.
 REGISTRY = Registry()
-
-
-_loaded = False
-
-
-def _load_layers() -> None:
-    """The built-in layer families, then the plugins' (entry-point group ``adl.layers``)."""
-    global _loaded
-    if not _loaded:
-        from . import layers  # noqa: F401  (registers every layer family on import)
-
-        _loaded = True
-    load_plugins(RULES_GROUP)
 
 
 # why a layer over the source (attends_source=True) is refused outside a decoder

@@ -8,9 +8,10 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from .registry import DECODER, ENCODER, JOINT
+from .syntax.parser import parse_source
+from .syntax.reader import TextOrPath, read_source
 
 if TYPE_CHECKING:
-    from .api import TextOrPath
     from .source import Source
 
 _SUFFIX = re.compile(r"\.(enc|dec|joint|encoder|decoder)\.adl$")
@@ -49,9 +50,6 @@ def stem(name: str | PurePath) -> str:
 def roles_in(source: TextOrPath | Source) -> set[str]:
     """The roles a file (path or ADL text) holds: its ``encoder =`` / ``decoder =`` /
     ``joint =`` definitions, or its name's role for a bare chain."""
-    from .api import read_source
-    from .syntax.parser import parse_source
-
     src = read_source(source)
     tree = parse_source(src)
     roles = {d.name for d in tree.definitions if d.name in (ENCODER, DECODER, JOINT)}

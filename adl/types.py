@@ -14,8 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
+from .errors import did_you_mean
 from .limits import MAX_COUNT, MAX_SIZE
 from .syntax import ast
+from .syntax.printer import to_text
 
 # --- values as the checker hands them to types --------------------------------------------
 
@@ -36,8 +38,6 @@ class ChainRef:
 
 def describe(value: Any) -> str:
     """How a value is named in messages: ``the number 2.5``, ``the chain 'a -> b'``."""
-    from .syntax.printer import to_text
-
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -216,35 +216,46 @@ class PositiveFloatType(FloatType):
         return "a number" if self.lo else self.kind_noun
 
 
-class BoolType(ArgType):
-    label, noun = "bool", "true or false"
+class InstanceType(ArgType):
+    """The values of one Python class, taken as they are."""
+
+    python_type: type = object
 
     def accepts(self, value: Any) -> bool:
-        return isinstance(value, bool)
+        return isinstance(value, self.python_type)
 
-    def convert(self, value: Any) -> bool:
-        if not isinstance(value, bool):
+    def convert(self, value: Any) -> Any:
+        if not self.accepts(value):
             raise TypeMismatch(self.noun)
         return value
+
+
+class BoolType(InstanceType):
+    label, noun, python_type = "bool", "true or false", bool
+
+
+def _symbol(value: Any) -> str | None:
+    """A string, or a bare name written for one (``glu`` for ``"glu"``); None for anything
+    else."""
+    if isinstance(value, ChainRef):
+        return value.bare_name
+    return value if isinstance(value, str) else None
 
 
 class StrType(ArgType):
     label, noun = "string", "a string"
 
     def accepts(self, value: Any) -> bool:
-        return isinstance(value, str) or (
-            isinstance(value, ChainRef) and value.bare_name is not None
-        )
+        return _symbol(value) is not None
 
     def convert(self, value: Any) -> str:
-        if isinstance(value, ChainRef) and value.bare_name is not None:
-            return value.bare_name
-        if not isinstance(value, str):
+        name = _symbol(value)
+        if name is None:
             raise TypeMismatch(self.noun)
-        return value
+        return name
 
 
-class ChoiceType(ArgType):
+class ChoiceType(StrType):
     """One of a fixed set of symbols, written bare (``glu``) or quoted (``"glu"``)."""
 
     def __init__(self, choices: tuple[str, ...]):
@@ -252,34 +263,17 @@ class ChoiceType(ArgType):
         self.label = " | ".join(choices)
         self.noun = _one_of(choices)
 
-    def accepts(self, value: Any) -> bool:
-        return isinstance(value, str) or (
-            isinstance(value, ChainRef) and value.bare_name is not None
-        )
-
     def convert(self, value: Any) -> str:
-        from .errors import did_you_mean
-
-        name = value.bare_name if isinstance(value, ChainRef) else value
-        if not isinstance(name, str):
-            raise TypeMismatch(self.noun)
+        name = super().convert(value)
         if name not in self.choices:
             raise TypeMismatch(self.noun, hint=did_you_mean(name, self.choices))
         return name
 
 
-class ChainType(ArgType):
+class ChainType(InstanceType):
     """A sub-network: a layer, a block, or a chain of them."""
 
-    label, noun = "chain", "a layer or a chain of layers"
-
-    def accepts(self, value: Any) -> bool:
-        return isinstance(value, ChainRef)
-
-    def convert(self, value: Any) -> ChainRef:
-        if not isinstance(value, ChainRef):
-            raise TypeMismatch(self.noun)
-        return value
+    label, noun, python_type = "chain", "a layer or a chain of layers", ChainRef
 
 
 class UnionType(ArgType):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Diagnostic, Note, did_you_mean
+from ..layers import REGISTRY
 from ..limits import (
     MAX_BLOCK_DEPTH,
     MAX_ERRORS,
@@ -20,10 +21,11 @@ from ..limits import (
     MAX_SIZE,
     MAX_STEPS,
 )
-from ..registry import REGISTRY, Hyper, LayerInput, LayerSpec, Refusal
+from ..registry import ALL_ROLES, Hyper, LayerInput, LayerOutput, LayerSpec, Refusal
 from ..source import Source, Span
 from ..syntax import ast
-from ..types import ChainRef, ModelDefault
+from ..syntax.printer import to_text
+from ..types import ChainRef, ModelDefault, describe
 from .bind import Problem, bind
 from .program import CheckedChain, Node
 from .values import Budget, EvalError, OverBudget, Scope, Thunk, evaluate
@@ -407,14 +409,10 @@ def _role_hint(spec: LayerSpec, role: str) -> str | None:
 
 
 def _head(block: ast.Definition) -> str:
-    from ..syntax.printer import to_text
-
     return to_text(ast.Definition(block.name, block.params, ast.Chain(()))).rstrip(" =")
 
 
 def _value_text(value: Any) -> str:
-    from ..types import describe
-
     return describe(value)
 
 
@@ -520,8 +518,6 @@ def _references(value: ast.Value, own: set[str], defs: dict, out: list) -> None:
 
 
 def _unknown_spec() -> LayerSpec:
-    from ..registry import ALL_ROLES, LayerOutput
-
     def unknown(h: LayerInput, /) -> LayerOutput:  # pragma: no cover - never called
         raise AssertionError
 

@@ -61,7 +61,7 @@ def encoder_level(
 def pair_problems(decoder: Network, encoder: Network | None) -> list[tuple[Node, Refusal]]:
     """Every source attention of ``decoder`` whose ``encoder_block`` the encoder (or, when
     it is None, the decoder alone) cannot serve, once per layer."""
-    top = next((n for n in decoder.chain.nodes if n.spec.name == "repeat"), None)
+    top = decoder.chain.top_repeat
     inside: set[int] = set()
     if top is not None:
         for child in top.children:

@@ -13,6 +13,7 @@ from ..errors import Diagnostic
 from ..registry import Hyper, LayerSpec
 from ..source import Source
 from ..syntax import ast
+from ..syntax.printer import signature, to_text
 
 BYTES_PER_PARAMETER = 4  # float32
 
@@ -126,6 +127,12 @@ class CheckedChain:
     def find(self, name: str) -> list[Node]:
         return [n for _, _, n in self.walk() if n.spec.name == name]
 
+    @property
+    def top_repeat(self) -> Node | None:
+        """The chain's first ``repeat`` at the top level: its copies are the network's
+        blocks (what ``encoder_block=`` counts)."""
+        return next((n for n in self.nodes if n.spec.name == "repeat"), None)
+
 
 def _walk(chain: CheckedChain, prefix: str, depth: int) -> Iterator[tuple[str, int, Node]]:
     for i, node in enumerate(chain.nodes, 1):
@@ -178,7 +185,7 @@ class Network:
     def blocks(self) -> int:
         """Copies of the network's top-level ``repeat``: the blocks an encoder offers to
         ``encoder_block=`` (0 without one)."""
-        top = next((n for n in self.chain.nodes if n.spec.name == "repeat"), None)
+        top = self.chain.top_repeat
         return top.args.get("count", 0) if top is not None else 0  # none: an earlier error
 
     @property
@@ -201,14 +208,10 @@ class Program:
 
     @property
     def canonical(self) -> str:
-        from ..syntax.printer import to_text
-
         return to_text(self.tree)
 
     @property
     def signature(self) -> str:
-        from ..syntax.printer import signature
-
         return signature(self.tree)
 
     @property

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import did_you_mean
+from ..layers import REGISTRY
 from ..limits import MAX_INTEGER, MAX_STEPS, MAX_VALUE_DEPTH
-from ..registry import REGISTRY, Hyper
+from ..registry import Hyper
 from ..source import Span
 from ..syntax import ast
 from ..types import ChainRef, describe

@@ -53,6 +53,15 @@ def dot_att_params(d_q: int, d_kv: int, a: int, out: int) -> int:
     return (d_q * a + a) + 2 * (d_kv * a + a) + (a * out + out)
 
 
+def dot_att(
+    h: LayerInput, d_kv: int, heads: int, num_hidden: int, att_num_hidden: int | None
+) -> LayerOutput:
+    """The rule of every dot-product attention, soft or hard: queries from the input, keys
+    and values of size ``d_kv`` (the input's for self-attention, the source's otherwise)."""
+    a = att_size(h, heads, num_hidden, att_num_hidden)
+    return LayerOutput(num_hidden, dot_att_params(h.d, d_kv, a, num_hidden))
+
+
 Window = Annotated[Count | None, aka("local")]
 
 
@@ -83,8 +92,7 @@ def mh_dot_self_att(
             an encoder (and on the source of a joint network), the previous k positions
             (the query included) in a decoder; derived: no band.
     """
-    a = att_size(h, heads, num_hidden, att_num_hidden)
-    return LayerOutput(num_hidden, dot_att_params(h.d, h.d, a, num_hidden))
+    return dot_att(h, h.d, heads, num_hidden, att_num_hidden)
 
 
 @layer(aliases=("mh_dot_att",), attends_source=True)
@@ -112,8 +120,7 @@ def mh_dot_src_att(
             an encoder block index, ``increasing`` (the block at this decoder block's level)
             or ``decreasing`` (top block first, then lower ones).
     """
-    a = att_size(h, heads, num_hidden, att_num_hidden)
-    return LayerOutput(num_hidden, dot_att_params(h.d, h.source_d, a, num_hidden))
+    return dot_att(h, h.source_d, heads, num_hidden, att_num_hidden)
 
 
 @layer(attends_source=True)
@@ -136,7 +143,7 @@ def dot_src_att(
         dropout: dropout on the attention weights.
         encoder_block: which encoder states to attend to (see ``mh_dot_src_att``).
     """
-    return LayerOutput(num_hidden, dot_att_params(h.d, h.source_d, num_hidden, num_hidden))
+    return dot_att(h, h.source_d, 1, num_hidden, None)
 
 
 @layer(aliases=("mlp_att",), attends_source=True)

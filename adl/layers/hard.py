@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..registry import DECODER, ENCODER, LayerInput, LayerOutput, layer
 from ..types import HEADS, INPUT, Size
-from .attention import AttSize, EncoderBlock, Heads, Scale, att_size, dot_att_params
+from .attention import AttSize, EncoderBlock, Heads, Scale, dot_att
 
 
 @layer(roles=(ENCODER, DECODER), why="it is defined for one sentence at a time")
@@ -28,8 +28,7 @@ def hard_self_att(
         num_hidden: output size.
         att_num_hidden: projected size of queries, keys and values; derived: num_hidden.
     """
-    a = att_size(h, heads, num_hidden, att_num_hidden)
-    return LayerOutput(num_hidden, dot_att_params(h.d, h.d, a, num_hidden))
+    return dot_att(h, h.d, heads, num_hidden, att_num_hidden)
 
 
 @layer(attends_source=True)
@@ -54,5 +53,4 @@ def hard_src_att(
         att_num_hidden: projected size of queries, keys and values; derived: num_hidden.
         encoder_block: which encoder states to attend to (see ``mh_dot_src_att``).
     """
-    a = att_size(h, heads, num_hidden, att_num_hidden)
-    return LayerOutput(num_hidden, dot_att_params(h.d, h.source_d, a, num_hidden))
+    return dot_att(h, h.source_d, heads, num_hidden, att_num_hidden)

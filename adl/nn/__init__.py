@@ -4,7 +4,7 @@ from . import attention, basic, conv, fixed, gaussian, hard, position, recurrent
 from .base import IMPLEMENTATIONS, Builder, Chain, Layer, implements
 from .context import AttentionRecord, Context, DecodeState, JointLayout, Memory
 from .joint import JointModel
-from .model import Network, Seq2Seq
+from .model import Network, Seq2Seq, TranslationModel
 
 __all__ = [
     "AttentionRecord",
@@ -19,5 +19,6 @@ __all__ = [
     "Memory",
     "Network",
     "Seq2Seq",
+    "TranslationModel",
     "implements",
 ]

@@ -179,7 +179,7 @@ class SelfAttention(DotAttention):
         s: float | None,
         num_hidden: int,
         att_num_hidden: int | None,
-        dropout: float,
+        dropout: float = 0.0,  # none for hard retrieval (hard_self_att takes no dropout)
         window: int | None = None,
     ):
         super().__init__(d_in, d_in, heads, s, num_hidden, att_num_hidden, dropout)
@@ -264,7 +264,7 @@ class SourceAttention(DotAttention):
         s: float | None,
         num_hidden: int,
         att_num_hidden: int | None,
-        dropout: float,
+        dropout: float = 0.0,  # none for hard retrieval (hard_src_att takes no dropout)
     ):
         super().__init__(d_in, source_d, heads, s, num_hidden, att_num_hidden, dropout)
         self.level = level  # None: the encoder's output

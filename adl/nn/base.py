@@ -108,7 +108,7 @@ class Builder:
     problems: list[tuple[Node, str, str | None]] = field(default_factory=list)
 
     def network(self, chain: CheckedChain) -> Chain:
-        self.top_repeat = next((n for n in chain.nodes if n.spec.name == "repeat"), None)
+        self.top_repeat = chain.top_repeat
         if self.top_repeat is not None:
             self.blocks = self.top_repeat.args["count"]
         self.path = ""

@@ -42,28 +42,15 @@ def set_decode_attention(model: nn.Module, mode: str | None) -> None:
             module.decode_hard = None if mode is None else mode == "hard"
 
 
+# The hard layers are the standard ones, retrieving: their arguments are the standard
+# layers' but for the dropout, which retrieval does without (the constructors' default, 0).
+
+
 @implements("hard_self_att")
 class HardSelfAttention(SelfAttention):
     hard = True  # retrieves (DotAttention.attend); the weights are SelfAttention's
-
-    def __init__(
-        self, d_in: int, heads: int, s: float | None, num_hidden: int, att_num_hidden: int | None
-    ):
-        super().__init__(d_in, heads, s, num_hidden, att_num_hidden, dropout=0.0)
 
 
 @implements("hard_src_att")
 class HardSourceAttention(SourceAttention):
     hard = True  # retrieves (DotAttention.attend); the weights are SourceAttention's
-
-    def __init__(
-        self,
-        d_in: int,
-        source_d: int,
-        level: int | None,
-        heads: int,
-        s: float | None,
-        num_hidden: int,
-        att_num_hidden: int | None,
-    ):
-        super().__init__(d_in, source_d, level, heads, s, num_hidden, att_num_hidden, 0.0)

@@ -8,18 +8,20 @@ import torch
 from torch import Tensor, nn
 
 from .context import Context, DecodeState, JointLayout
-from .model import Network, init_parameters, record_attention
+from .model import Network, TranslationModel
 
 SOURCE, TARGET = 0, 1
 
 
-class JointModel(nn.Module):
+class JointModel(TranslationModel):
     """One network over ``[x; y]``: per-side positions from 0, a learned language embedding
     per side, source positions attending to the source, target positions causal and seeing
     the whole source. ``forward(src, tgt_in)`` gives logits (B, T, V) at the target positions
     only (the loss is on target tokens only); decoding encodes the source once as a prefix
     and then steps through the target with the same ``start``/``step`` interface as
     :class:`~adl.nn.model.Seq2Seq`."""
+
+    network: Network
 
     def __init__(
         self,
@@ -32,33 +34,20 @@ class JointModel(nn.Module):
         share_embeddings: bool = False,
         spec: Any = None,
     ):
-        super().__init__()
-        self.network = network
-        self.pad_id, self.d_model = pad_id, d_model
-        self.src_embed = nn.Embedding(src_vocab, d_model, padding_idx=pad_id)
-        self.tgt_embed = (
-            self.src_embed
-            if share_embeddings
-            else nn.Embedding(tgt_vocab, d_model, padding_idx=pad_id)
+        super().__init__(
+            {"network": network},
+            src_vocab,
+            tgt_vocab,
+            d_model,
+            pad_id,
+            tie_embeddings,
+            share_embeddings,
+            spec,
         )
-        self.language = nn.Embedding(2, d_model)  # one vector per side
-        self.output = nn.Linear(network.d_out, tgt_vocab)
-        self.spec = spec
-        init_parameters(self, [self.src_embed, self.tgt_embed], d_model, pad_id)
         nn.init.normal_(self.language.weight, 0.0, d_model**-0.5)
-        if tie_embeddings:
-            self.output.weight = self.tgt_embed.weight
 
-    _recording: list | None = None
-
-    @torch.no_grad()
-    def attention(self, src: Tensor, tgt_in: Tensor, src_words: Tensor | None = None) -> list:
-        """Attention weights of every layer over the joint stream (see Seq2Seq.attention)."""
-        return record_attention(self, src, tgt_in, src_words)
-
-    @property
-    def needs_src_words(self) -> bool:
-        return any(getattr(m, "reads_src_words", False) for m in self.modules())
+    def side_embeddings(self) -> None:
+        self.language = nn.Embedding(2, self.d_model)  # one vector per side
 
     def _source(self, src: Tensor) -> Tensor:
         return self.src_embed(src) + self.language.weight[SOURCE]
@@ -108,8 +97,3 @@ class JointModel(nn.Module):
         z = self.network(self._target(tgt_in), ctx)
         state.offset += T
         return self.output(z)
-
-    def step(self, tokens: Tensor, memory: JointLayout, state: DecodeState) -> Tensor:
-        if tokens.dim() == 1:
-            tokens = tokens.unsqueeze(1)
-        return self.decode(tokens, memory, state)[:, -1].log_softmax(-1)

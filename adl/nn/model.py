@@ -1,17 +1,15 @@
-"""Whole models: a network module per role, and the encoder-decoder ``Seq2Seq``."""
+"""Whole models: a network module per role, what every model shares, and the
+encoder-decoder ``Seq2Seq`` (the joint model is in :mod:`adl.nn.joint`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from .base import Chain
 from .context import Context, DecodeState, Memory
-
-if TYPE_CHECKING:
-    from .joint import JointModel
 
 
 class Network(nn.Module):
@@ -28,17 +26,20 @@ class Network(nn.Module):
         return self.chain(x, ctx)
 
 
-class Seq2Seq(nn.Module):
-    """``p(y_t | y_<t, x) = softmax(W_o z^L_t + b_o)`` over an ADL encoder and decoder.
+class TranslationModel(nn.Module):
+    """What every whole model has: its networks, the embeddings ``E_src`` and ``E_tgt`` (one
+    table with ``share_embeddings``), the output layer ``W_o, b_o`` over the last network
+    (tied to ``E_tgt`` with ``tie_embeddings``), their initialisation, attention recording
+    and decoding one step at a time. A subclass gives ``forward``, ``start`` and ``decode``.
 
-    ``forward(src, tgt_in)`` gives logits (B, T, V) for teacher forcing; ``encode`` and
-    ``decode`` with a :class:`DecodeState` run the decoder one step (or a few) at a time.
-    ``spec`` is everything needed to rebuild the model (see :func:`adl.build`)."""
+    ``networks`` are registered first, in their order, then the embeddings, those of
+    :meth:`side_embeddings`, and the output layer: the order fixes how the parameters are
+    initialised (and a checkpoint's parameter order), so a model's weights depend only on the
+    seed. ``spec`` is everything needed to rebuild the model (see :func:`adl.build`)."""
 
     def __init__(
         self,
-        encoder: Network,
-        decoder: Network,
+        networks: dict[str, Network],
         src_vocab: int,
         tgt_vocab: int,
         d_model: int,
@@ -48,7 +49,8 @@ class Seq2Seq(nn.Module):
         spec: Any = None,
     ):
         super().__init__()
-        self.encoder, self.decoder = encoder, decoder
+        for name, network in networks.items():
+            self.add_module(name, network)
         self.pad_id = pad_id
         self.d_model = d_model
         self.src_embed = nn.Embedding(src_vocab, d_model, padding_idx=pad_id)  # E_src
@@ -57,11 +59,16 @@ class Seq2Seq(nn.Module):
             if share_embeddings
             else nn.Embedding(tgt_vocab, d_model, padding_idx=pad_id)
         )  # E_tgt
-        self.output = nn.Linear(decoder.d_out, tgt_vocab)  # W_o, b_o
+        self.side_embeddings()
+        top = list(networks.values())[-1]
+        self.output = nn.Linear(top.d_out, tgt_vocab)  # W_o, b_o
         self.spec = spec
         init_parameters(self, [self.src_embed, self.tgt_embed], d_model, pad_id)
         if tie_embeddings:
             self.output.weight = self.tgt_embed.weight
+
+    def side_embeddings(self) -> None:
+        """More embeddings of a subclass, made after E_src and E_tgt (none here)."""
 
     _recording: list | None = None
 
@@ -75,6 +82,49 @@ class Seq2Seq(nn.Module):
     def needs_src_words(self) -> bool:
         """Whether the model reads word ids of the source (word-level fixed attention)."""
         return any(getattr(m, "reads_src_words", False) for m in self.modules())
+
+    def decode(self, tgt_in: Tensor, memory: Any, state: DecodeState) -> Tensor:
+        raise NotImplementedError  # pragma: no cover - every model decodes
+
+    def step(self, tokens: Tensor, memory: Any, state: DecodeState) -> Tensor:
+        """Log-probabilities (B, V) of the next token after ``tokens`` (B,) or (B, t)."""
+        if tokens.dim() == 1:
+            tokens = tokens.unsqueeze(1)
+        return self.decode(tokens, memory, state)[:, -1].log_softmax(-1)
+
+
+class Seq2Seq(TranslationModel):
+    """``p(y_t | y_<t, x) = softmax(W_o z^L_t + b_o)`` over an ADL encoder and decoder.
+
+    ``forward(src, tgt_in)`` gives logits (B, T, V) for teacher forcing; ``encode`` and
+    ``decode`` with a :class:`DecodeState` run the decoder one step (or a few) at a time.
+    ``spec`` is everything needed to rebuild the model (see :func:`adl.build`)."""
+
+    encoder: Network
+    decoder: Network
+
+    def __init__(
+        self,
+        encoder: Network,
+        decoder: Network,
+        src_vocab: int,
+        tgt_vocab: int,
+        d_model: int,
+        pad_id: int = 0,
+        tie_embeddings: bool = False,
+        share_embeddings: bool = False,
+        spec: Any = None,
+    ):
+        super().__init__(
+            {"encoder": encoder, "decoder": decoder},
+            src_vocab,
+            tgt_vocab,
+            d_model,
+            pad_id,
+            tie_embeddings,
+            share_embeddings,
+            spec,
+        )
 
     # --- training ------------------------------------------------------------------------
     def forward(self, src: Tensor, tgt_in: Tensor, src_words: Tensor | None = None) -> Tensor:
@@ -116,15 +166,9 @@ class Seq2Seq(nn.Module):
         ``state.reorder(index)``."""
         return self.encode(src, src_words), DecodeState()
 
-    def step(self, tokens: Tensor, memory: Memory, state: DecodeState) -> Tensor:
-        """Log-probabilities (B, V) of the next token after ``tokens`` (B,) or (B, t)."""
-        if tokens.dim() == 1:
-            tokens = tokens.unsqueeze(1)
-        return self.decode(tokens, memory, state)[:, -1].log_softmax(-1)
-
 
 def record_attention(
-    model: Seq2Seq | JointModel, src: Tensor, tgt_in: Tensor, src_words: Tensor | None = None
+    model: TranslationModel, src: Tensor, tgt_in: Tensor, src_words: Tensor | None = None
 ) -> list:
     records: list = []
     model._recording = records
