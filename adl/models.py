@@ -339,10 +339,10 @@ def _whole_model(cls: type, networks: list[Any], spec: ModelSpec):
         spec.src_vocab,
         spec.tgt_vocab,
         spec.d_model,
-        spec.pad_id,
-        spec.tie_embeddings,
-        spec.share_embeddings,
-        spec,
+        pad_id=spec.pad_id,
+        tie_embeddings=spec.tie_embeddings,
+        share_embeddings=spec.share_embeddings,
+        spec=spec,
     )
 
 

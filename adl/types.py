@@ -130,25 +130,25 @@ class IntType(ArgType):
         return value
 
 
-class SizeType(IntType):
-    kind, kind_noun = "size", "a size (a positive integer)"
+class _BoundedInt(IntType):
+    """An integer from the class's ``least`` to ``hi`` (default: the class's ``most``)."""
 
-    def __init__(self, hi: int = MAX_SIZE):
-        super().__init__(1, hi)
+    least, most = 1, MAX_COUNT
+
+    def __init__(self, hi: int | None = None):
+        super().__init__(self.least, self.most if hi is None else hi)
 
 
-class CountType(IntType):
+class SizeType(_BoundedInt):
+    kind, kind_noun, most = "size", "a size (a positive integer)", MAX_SIZE
+
+
+class CountType(_BoundedInt):
     kind, kind_noun = "count", "a positive integer"
 
-    def __init__(self, hi: int = MAX_COUNT):
-        super().__init__(1, hi)
 
-
-class NaturalType(IntType):
-    kind, kind_noun = "natural", "a non-negative integer"
-
-    def __init__(self, hi: int = MAX_COUNT):
-        super().__init__(0, hi)
+class NaturalType(_BoundedInt):
+    kind, kind_noun, least = "natural", "a non-negative integer", 0
 
 
 class FloatType(ArgType):

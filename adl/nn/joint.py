@@ -24,26 +24,11 @@ class JointModel(TranslationModel):
     network: Network
 
     def __init__(
-        self,
-        network: Network,
-        src_vocab: int,
-        tgt_vocab: int,
-        d_model: int,
-        pad_id: int = 0,
-        tie_embeddings: bool = False,
-        share_embeddings: bool = False,
-        spec: Any = None,
+        self, network: Network, src_vocab: int, tgt_vocab: int, d_model: int, **options: Any
     ):
-        super().__init__(
-            {"network": network},
-            src_vocab,
-            tgt_vocab,
-            d_model,
-            pad_id,
-            tie_embeddings,
-            share_embeddings,
-            spec,
-        )
+        """``options``: ``pad_id``, ``tie_embeddings``, ``share_embeddings``, ``spec`` (see
+        :class:`TranslationModel`)."""
+        super().__init__({"network": network}, src_vocab, tgt_vocab, d_model, **options)
         nn.init.normal_(self.language.weight, 0.0, d_model**-0.5)
 
     def side_embeddings(self) -> None:

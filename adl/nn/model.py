@@ -110,20 +110,12 @@ class Seq2Seq(TranslationModel):
         src_vocab: int,
         tgt_vocab: int,
         d_model: int,
-        pad_id: int = 0,
-        tie_embeddings: bool = False,
-        share_embeddings: bool = False,
-        spec: Any = None,
+        **options: Any,
     ):
+        """``options``: ``pad_id``, ``tie_embeddings``, ``share_embeddings``, ``spec`` (see
+        :class:`TranslationModel`)."""
         super().__init__(
-            {"encoder": encoder, "decoder": decoder},
-            src_vocab,
-            tgt_vocab,
-            d_model,
-            pad_id,
-            tie_embeddings,
-            share_embeddings,
-            spec,
+            {"encoder": encoder, "decoder": decoder}, src_vocab, tgt_vocab, d_model, **options
         )
 
     # --- training ------------------------------------------------------------------------

@@ -172,15 +172,10 @@ def pattern(
     )
 
 
-def pattern_heads(
-    text: str,
-    length: int,
-    role: str | None = None,
-    source_length: int | None = None,
-    ratio: float | None = None,
-) -> list[tuple[str, Tensor]]:
-    """(title, (queries, keys) matrix) for each head of a hard-coded layer."""
-    return pattern(text, length, role, source_length, ratio).heads
+def pattern_heads(text: str, length: int, **where: Any) -> list[tuple[str, Tensor]]:
+    """(title, (queries, keys) matrix) for each head of a hard-coded layer (``where``: the
+    ``role``, ``source_length`` and ``ratio`` of :func:`pattern`)."""
+    return pattern(text, length, **where).heads
 
 
 def _stream_labels(p: Pattern) -> list[str] | None:

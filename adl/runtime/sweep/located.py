@@ -134,12 +134,13 @@ class Values:
     def add(self, mark: Mark, message: str, hint: str | None = "") -> None:
         self.problems.append(Problem(mark, message, hint or ""))
 
-    def required(self, doc: Map, key: str, message: str) -> bool:
-        """Whether ``doc`` has ``key``; if not, ``message`` is a problem of the whole file."""
+    def required(self, doc: Map, key: str, message: str) -> tuple[Any, Mark] | None:
+        """``doc``'s value at ``key`` and where it is written; if there is none, ``message``
+        is a problem of the whole file."""
         if key in doc:
-            return True
+            return doc[key], doc.value_mark(key)
         self.add(Mark(str(self.path), 1, 1), message)
-        return False
+        return None
 
     def mapping(self, value: Any, mark: Mark, what: str) -> Map | None:
         if value is None:

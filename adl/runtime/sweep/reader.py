@@ -170,13 +170,12 @@ class _Reader(Values):
                 self.add(m.value_mark("wheel"), f"data: wheel: no such file {d.wheel}")
 
     def budget(self, doc: Map, spec: Spec) -> None:
-        if not self.required(
+        found = self.required(
             doc,
             "budget",
             "no budget: say how long each run trains (budget: {steps: N} or {minutes: M})",
-        ):
-            return
-        m = self.mapping(doc["budget"], doc.value_mark("budget"), "budget")
+        )
+        m = self.mapping(*found, "budget") if found else None
         if m is None:
             return
         self.keys(m, BUDGET_KEYS, "budget")
@@ -294,9 +293,10 @@ class _Reader(Values):
             spec.samples = n or spec.samples
 
     def systems(self, doc: Map, spec: Spec) -> None:
-        if not self.required(doc, "systems", "no systems: list them under systems:"):
+        found = self.required(doc, "systems", "no systems: list them under systems:")
+        if found is None:
             return
-        value, mark = doc["systems"], doc.value_mark("systems")
+        value, mark = found
         if not isinstance(value, Seq) or not value:
             self.add(mark, "systems takes a list, each item with name: and files:")
             return
@@ -416,13 +416,12 @@ class _Reader(Values):
         return out
 
     def baseline(self, doc: Map, spec: Spec) -> None:
-        if not self.required(
+        found = self.required(
             doc,
             "baseline",
             "no baseline: name the system the others are compared with (baseline: NAME)",
-        ):
-            return
-        name = self.text(doc["baseline"], doc.value_mark("baseline"), "baseline")
+        )
+        name = self.text(*found, "baseline") if found else None
         if name is None:
             return
         names = [s.name for s in spec.systems]
