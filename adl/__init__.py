@@ -10,13 +10,15 @@ The public API is what ``__all__`` lists below, and nothing else:
 
 - Reading and checking: ``parse`` (text -> syntax tree), ``check`` (-> :class:`Program`,
   sizes and parameter counts, or :class:`ADLError` with every error), ``check_model``
-  (an encoder and a decoder together), ``read_source``, ``parse_value``, ``hyper``.
+  (an encoder and a decoder together), ``read_source``, ``parse_value``, ``check_hyper``.
 - Building: ``build`` (files or text -> a PyTorch model carrying its :class:`ModelSpec`),
   ``build_from_spec`` (rebuild from a stored spec), :class:`ModelSpec`.
 - Using a trained model: ``load_model`` (a run, a checkpoint or an ``adl export`` folder,
   or a list of them: an ensemble -> a :class:`~adl.runtime.decode.translator.Translator`
   with ``translate``, ``score`` and ``attention``; the runtime is imported on first use).
-- Printing: ``to_text`` (canonical text of a tree), ``signature``.
+- Printing: ``to_text`` (canonical text of a tree), ``text_hash``.
+- Renamed, kept one release with a DeprecationWarning: ``Network`` (now ``CheckedNetwork``),
+  ``hyper`` (``check_hyper``), ``signature`` (``text_hash``).
 - Variables: ``unused_variables`` (the given ``$variables`` that no checked file reads, as
   warnings with the nearest name that exists).
 - The layer registry: ``REGISTRY``, :class:`Hyper`.
@@ -29,22 +31,24 @@ The runtime (training, decoding, scoring) is :mod:`adl.runtime`; it is imported 
 used, so ``import adl`` does not load torch.
 """
 
-from .analysis.program import CheckedChain, Network, Node, Program
+import warnings
+
+from .analysis.program import CheckedChain, CheckedNetwork, Node, Program
 from .analysis.variables import unused_variables
-from .api import check, hyper, parse, parse_value, read_source
+from .api import check, check_hyper, parse, parse_value, read_source
 from .errors import ADLError, Diagnostic, InputError, UserError
 from .models import ModelSpec, build, build_from_spec, check_model
 from .registry import REGISTRY, Hyper
-from .syntax.printer import signature, to_text
+from .syntax.printer import text_hash, to_text
 
 __all__ = [
     "ADLError",
     "CheckedChain",
+    "CheckedNetwork",
     "Diagnostic",
     "Hyper",
     "InputError",
     "ModelSpec",
-    "Network",
     "Node",
     "Program",
     "REGISTRY",
@@ -53,12 +57,12 @@ __all__ = [
     "build_from_spec",
     "check",
     "check_model",
-    "hyper",
+    "check_hyper",
     "load_model",
     "parse",
     "parse_value",
     "read_source",
-    "signature",
+    "text_hash",
     "to_text",
     "unused_variables",
 ]
@@ -73,4 +77,20 @@ def __getattr__(name: str):
         from .runtime.decode.translator import load_model
 
         return load_model
+    if name in DEPRECATED:
+        new = DEPRECATED[name]
+        warnings.warn(
+            f"adl.{name} is deprecated and goes in the next release: use adl.{new}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return globals()[new]
     raise AttributeError(f"module 'adl' has no attribute {name!r}")
+
+
+# Names renamed for clarity, kept one release (docs/architecture.md): the old name warns.
+DEPRECATED = {
+    "Network": "CheckedNetwork",  # a checked network; adl.nn.Network is the PyTorch module
+    "hyper": "check_hyper",  # it validates and returns a Hyper
+    "signature": "text_hash",  # a hash of the canonical text, not a function signature
+}

@@ -43,7 +43,7 @@ def parse_value(text: str, name: str = "<value>") -> Any:
     raise error(f"a variable must be a number, a string, true/false or a layer: {text!r}")
 
 
-def hyper(
+def check_hyper(
     d_model: int = 512, heads: int = 8, dropout: float = 0.1, vars: Mapping[str, Any] | None = None
 ) -> Hyper:
     """Validated model hyper-parameters; string variable values are read as ADL values."""
@@ -123,7 +123,7 @@ def check(
     src = read_source(source)
     if name is not None:
         src = Source(src.text, name)
-    h = hyper(d_model, heads, dropout, vars)
+    h = check_hyper(d_model, heads, dropout, vars)
     return check_tree(_parse(src, source), src, role, h, source_d, max_memory)
 
 

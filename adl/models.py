@@ -14,7 +14,7 @@ from typing import Any
 
 from .analysis import arg_span, resolve_memory_limit
 from .analysis.pairs import pair_problems
-from .analysis.program import BYTES_PER_PARAMETER, Network, Program
+from .analysis.program import BYTES_PER_PARAMETER, CheckedNetwork, Program
 from .api import TextOrPath, check
 from .errors import ADLError, Diagnostic, Note, error
 from .limits import MAX_INTEGER, MEMORY_ENV, amount
@@ -286,7 +286,7 @@ def build(
 
 
 def model_bytes(
-    networks: list[Network],
+    networks: list[CheckedNetwork],
     src_vocab: int,
     tgt_vocab: int,
     d_model: int,
@@ -304,7 +304,9 @@ def model_bytes(
     return BYTES_PER_PARAMETER * params + buffers, params
 
 
-def _check_whole(networks: list[Network], spec: ModelSpec, limit: int, extra: int = 0) -> None:
+def _check_whole(
+    networks: list[CheckedNetwork], spec: ModelSpec, limit: int, extra: int = 0
+) -> None:
     """What only the whole model shows: an output layer tied to the target embedding must
     read its size, and the model (``extra`` more parameters) must fit the memory limit."""
     d_out = networks[-1].d_out
@@ -347,7 +349,10 @@ def _whole_model(cls: type, networks: list[Any], spec: ModelSpec):
 
 
 def build_network(
-    program: Program, network: Network, encoder_blocks: int = 0, length_ratio: float | None = None
+    program: Program,
+    network: CheckedNetwork,
+    encoder_blocks: int = 0,
+    length_ratio: float | None = None,
 ):
     """The module of one checked network, and its number of blocks (top-level repeat copies)."""
     from .nn import Builder

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from .analysis.program import Network
+from .analysis.program import CheckedNetwork
 
 
 def _size(d: int | None) -> str:
     return "?" if d is None else str(d)
 
 
-def rows(network: Network) -> list[tuple[str, str, str, int]]:
+def rows(network: CheckedNetwork) -> list[tuple[str, str, str, int]]:
     """(position, layer indented by depth, 'in → out', parameters including sub-layers)."""
     out = []
     for pos, depth, node in network.chain.walk():
@@ -18,7 +18,7 @@ def rows(network: Network) -> list[tuple[str, str, str, int]]:
     return out
 
 
-def table(network: Network, title: str | None = None) -> str:
+def table(network: CheckedNetwork, title: str | None = None) -> str:
     body = rows(network)
     header = ("position", "layer", "size", "params")
     total = ("total", "", f"{_size(network.d_in)} → {_size(network.d_out)}", f"{network.params:,}")
@@ -38,8 +38,8 @@ def table(network: Network, title: str | None = None) -> str:
 
 
 def model_rows(
-    encoder: Network,
-    decoder: Network,
+    encoder: CheckedNetwork,
+    decoder: CheckedNetwork,
     src_vocab: int,
     tgt_vocab: int,
     tie_embeddings: bool = False,

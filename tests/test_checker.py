@@ -273,7 +273,7 @@ def test_paths_and_sources(tmp_path):
 def test_program_carries_canonical_text_and_signature():
     p = adl.check("# c\npos→repeat(6,res_nd(ffl))", role="encoder")
     assert p.canonical == "pos -> repeat(6, res_nd(ffl))\n"
-    assert p.signature == adl.signature(adl.parse(p.canonical))
+    assert p.signature == adl.text_hash(adl.parse(p.canonical))
 
 
 def test_files_give_variables_defaults():

@@ -113,3 +113,20 @@ def test_import_adl_loads_neither_torch_nor_the_runtime():
     code = "import sys, adl; print('torch' in sys.modules, 'adl.runtime' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
     assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+def test_renamed_public_names_still_work_one_release_with_a_warning():
+    import warnings
+
+    import adl
+
+    for old, new in (
+        ("Network", "CheckedNetwork"),
+        ("hyper", "check_hyper"),
+        ("signature", "text_hash"),
+    ):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert getattr(adl, old) is getattr(adl, new)
+        assert [w.category for w in caught] == [DeprecationWarning]
+        assert f"use adl.{new}" in str(caught[0].message)

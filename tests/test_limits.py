@@ -30,7 +30,7 @@ def test_the_22_level_doubling_stops_after_the_layer_limit():
     text = doubling(22)  # 8,388,607 layers if expanded
     assert len(text) < 1000
     tree = adl.parse(text)
-    checker = Checker(tree, Source(text), adl.hyper(d_model=64))
+    checker = Checker(tree, Source(text), adl.check_hyper(d_model=64))
     with pytest.raises(Stop):
         checker.network(tree.network, "encoder")
     # the work done: one layer past the limit, and the calls and values that led there
@@ -48,7 +48,7 @@ def test_the_layer_limit_counts_what_is_checked_not_the_levels():
     # 13 levels (16,383 layers) and 22 levels stop after the same number of layers
     for levels in (13, 22):
         tree = adl.parse(doubling(levels))
-        checker = Checker(tree, Source(doubling(levels)), adl.hyper(d_model=64))
+        checker = Checker(tree, Source(doubling(levels)), adl.check_hyper(d_model=64))
         with pytest.raises(Stop):
             checker.network(tree.network, "encoder")
         assert checker._count == limits.MAX_LAYERS + 1

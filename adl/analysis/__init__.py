@@ -13,11 +13,11 @@ from ..source import Source, Span
 from ..syntax import ast
 from .checker import Checker, Stop
 from .pairs import pair_problems
-from .program import CheckedChain, Network, Node, Program
+from .program import CheckedChain, CheckedNetwork, Node, Program
 from .spelling import sockeye_cnn_warnings
 from .variables import recording
 
-__all__ = ["check_tree", "CheckedChain", "Network", "Node", "Program"]
+__all__ = ["check_tree", "CheckedChain", "CheckedNetwork", "Node", "Program"]
 
 
 def entries(tree: ast.File, source: Source, role: str | None) -> dict[str, ast.Chain]:
@@ -108,7 +108,7 @@ def _check_tree(
     networks = entries(tree, source, role)
     hyper = hyper.with_defaults((v.name, v.value) for v in tree.variables)
     checker = Checker(tree, source, hyper, source_d)
-    checked: dict[str, Network] = {}
+    checked: dict[str, CheckedNetwork] = {}
     try:
         _check_networks(tree, source, networks, hyper, source_d, limit, checker, checked)
     except Stop:
@@ -127,7 +127,7 @@ def _check_networks(
     source_d: int | None,
     limit: int,
     checker: Checker,
-    checked: dict[str, Network],
+    checked: dict[str, CheckedNetwork],
 ) -> None:
     for r in (ENCODER, DECODER, JOINT):
         if r not in networks:
@@ -137,7 +137,7 @@ def _check_networks(
             sd = checked[ENCODER].d_out  # a model file: the decoder reads this encoder
         checker.source_d = sd if sd is not None else hyper.d_model
         chain = checker.network(networks[r], r)
-        net = Network(r, chain, hyper, checker.source_d, source.name)
+        net = CheckedNetwork(r, chain, hyper, checker.source_d, source.name)
         checked[r] = net
         for message, span, hint in size_problems(net, networks[r].span, limit):
             checker.report(message, span, hint=hint)
@@ -168,7 +168,9 @@ def resolve_memory_limit(max_memory: int | None) -> int:
         raise error(str(exc)) from None
 
 
-def size_problems(net: Network, span: Span, max_memory: int) -> list[tuple[str, Span, str | None]]:
+def size_problems(
+    net: CheckedNetwork, span: Span, max_memory: int
+) -> list[tuple[str, Span, str | None]]:
     """The layers a network builds (repeat copies counted) and its memory, against the
     limits: each problem at the innermost layer that alone exceeds the limit."""
     problems: list[tuple[str, Span, str | None]] = []

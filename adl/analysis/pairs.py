@@ -10,7 +10,7 @@ n + 1 - i). Whether that exists depends on both networks, so it is checked here,
 from __future__ import annotations
 
 from ..registry import Refusal
-from .program import Network, Node
+from .program import CheckedNetwork, Node
 
 
 def encoder_level(
@@ -58,7 +58,9 @@ def encoder_level(
     return decoder_block if block == "increasing" else n + 1 - decoder_block
 
 
-def pair_problems(decoder: Network, encoder: Network | None) -> list[tuple[Node, Refusal]]:
+def pair_problems(
+    decoder: CheckedNetwork, encoder: CheckedNetwork | None
+) -> list[tuple[Node, Refusal]]:
     """Every source attention of ``decoder`` whose ``encoder_block`` the encoder (or, when
     it is None, the decoder alone) cannot serve, once per layer."""
     top = decoder.chain.top_repeat

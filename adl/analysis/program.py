@@ -13,7 +13,7 @@ from ..errors import Diagnostic
 from ..registry import Hyper, LayerSpec
 from ..source import Source
 from ..syntax import ast
-from ..syntax.printer import signature, to_text
+from ..syntax.printer import text_hash, to_text
 
 BYTES_PER_PARAMETER = 4  # float32
 
@@ -146,7 +146,7 @@ def _walk(chain: CheckedChain, prefix: str, depth: int) -> Iterator[tuple[str, i
 
 
 @dataclass
-class Network:
+class CheckedNetwork:
     """One checked network: an encoder, a decoder or a joint network."""
 
     role: str
@@ -202,7 +202,7 @@ class Program:
 
     source: Source
     tree: ast.File
-    networks: dict[str, Network]
+    networks: dict[str, CheckedNetwork]
     warnings: list[Diagnostic] = field(default_factory=list)
     variables_read: frozenset[str] = frozenset()  # every $variable the check evaluated
 
@@ -212,10 +212,10 @@ class Program:
 
     @property
     def signature(self) -> str:
-        return signature(self.tree)
+        return text_hash(self.tree)
 
     @property
-    def network(self) -> Network:
+    def network(self) -> CheckedNetwork:
         """The only network of a one-role file."""
         if len(self.networks) != 1:
             raise ValueError(
@@ -224,7 +224,7 @@ class Program:
             )
         return next(iter(self.networks.values()))
 
-    def __getattr__(self, role: str) -> Network:
+    def __getattr__(self, role: str) -> CheckedNetwork:
         if role in ("encoder", "decoder", "joint"):
             try:
                 return self.networks[role]

@@ -54,7 +54,7 @@ def checked_model_options(args: argparse.Namespace) -> dict:
     """The model options, validated once (a bad value is a usage error)."""
     options = model_options(args)
     try:
-        api.hyper(**options)
+        api.check_hyper(**options)
     except ADLError as exc:
         raise UsageError("; ".join(d.message for d in exc.diagnostics)) from None
     return options

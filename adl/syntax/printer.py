@@ -38,7 +38,7 @@ def to_text(node: ast.File | ast.Definition | ast.Chain | ast.Call | ast.Value) 
     return _expr(node, 0)
 
 
-def signature(tree: ast.File) -> str:
+def text_hash(tree: ast.File) -> str:
     """A stable short hash of the canonical text: equal architectures, equal signatures."""
     return hashlib.sha256(to_text(tree).encode("utf-8")).hexdigest()[:16]
 
