@@ -7,7 +7,8 @@ and forced banded), fixed encoder patterns and hard retrieval.
 
 For each layer and length, a training pass (forward and backward) of the layer alone over
 --batch sentences of that length:
-  - time: the median of --repeat passes, the layers taking turns;
+  - time: the median of --repeat passes, the layers taking turns (with one thread, the
+    process's CPU time: adl.runtime.cost.timer);
   - memory: the bytes of the tensors autograd keeps for the backward pass (distinct storages:
     what a training step holds for the layer until its backward), the layer's weights left out.
 Printed as a table with each figure's ratio to BASE, and drawn on log-log axes, where a cost
@@ -18,13 +19,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from pathlib import Path
 
 import torch
 from measure import one_layer, saved_bytes
 
 from adl.nn.context import Context
+from adl.runtime import cost
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {  # name: (layer, role, form: None as the layer picks, True forced banded)
@@ -58,6 +59,7 @@ def main() -> None:
     ap.add_argument("--png", type=Path, help="draw the curves here")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    clock = cost.timer(args.threads, "cpu")  # one thread: CPU time, whatever else runs
     lengths = [int(x) for x in args.lengths.split(",")]
     layers = {n: layer_of(t, r, args.d, args.heads, f) for n, (t, r, f) in LAYERS.items()}
     seconds: dict[str, dict[int, float]] = {n: {} for n in layers}
@@ -81,9 +83,9 @@ def main() -> None:
         times: dict[str, list[float]] = {n: [] for n in layers}
         for r in range(args.repeat):
             for name in list(layers)[r % len(layers) :] + list(layers)[: r % len(layers)]:
-                started = time.perf_counter()
+                started = clock()
                 run(name)
-                times[name].append(time.perf_counter() - started)
+                times[name].append(clock() - started)
         for name in layers:
             seconds[name][T] = statistics.median(times[name])
     print(f"\n  {'layer':22s} " + " ".join(f"{T:>8d}" for T in lengths))

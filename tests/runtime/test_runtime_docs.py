@@ -96,3 +96,18 @@ def test_every_adl_train_option_is_documented():
     options -= {"--help"}
     missing = sorted(o for o in options if not re.search(rf"{re.escape(o)}\b(?!-)", DOC))
     assert "--init-from" in options and not missing, missing
+
+
+def test_the_experiments_tables_are_the_committed_results():
+    """docs/experiments.md holds one report block per bundled spec, each exactly what
+    ``adl sweep report SPEC`` makes of docs/results/SPEC (regenerate with
+    ``adl sweep report --update-doc docs/experiments.md``)."""
+    from adl.runtime import sweep
+    from adl.runtime.sweep.report import BLOCK, update_doc
+
+    path = ROOT / "docs" / "experiments.md"
+    blocks = [m["spec"] for m in BLOCK.finditer(path.read_text(encoding="utf-8"))]
+    assert sorted(blocks) == sorted(sweep.bundled())
+    assert update_doc(path, write=False) == [], (
+        "run adl sweep report --update-doc docs/experiments.md"
+    )
