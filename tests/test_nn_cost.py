@@ -132,7 +132,7 @@ def test_gaussian_cross_attention_forms_and_steps_agree():
 
 
 @pytest.mark.parametrize("unit", ["token", "word"])
-@pytest.mark.parametrize("T", [9, 70])
+@pytest.mark.parametrize("T", [9, 70])  # 9: the cached dense weights; 70: the O(T) forms
 def test_fixed_patterns_equal_the_matrices_with_padding(unit, T):
     torch.manual_seed(T)
     names = ",".join(P.PATTERNS)

@@ -10,6 +10,10 @@ for the backward pass:
 - right (f over i+2..n-1, with f counted from i+2): the only pattern whose weights move with
   i, a (T, T) Toeplitz matrix of (j-i-1)³ cached per length, applied by one einsum.
 
+Up to :data:`DENSE_UNTIL` positions, where a handful of small operations per pattern cost
+more than the arithmetic, every head takes its dense weights instead: one (P, T, T) tensor per
+sentence length, made once per padded length and kept, applied to all heads by one einsum.
+
 The fixed heads run in float32 under a half-precision model (float64 stays float64).
 
 Word level: the pieces of a word are averaged, the pattern runs over words, and every piece
@@ -54,6 +58,20 @@ def _right_numerators(length: int, dtype: torch.dtype, device: torch.device) -> 
     return torch.where(j >= i + 2, cubes, torch.zeros((), dtype=dtype, device=device))
 
 
+DENSE_UNTIL = 32  # padded lengths up to this take the cached dense weights
+
+
+@lru_cache(maxsize=4 * DENSE_UNTIL)
+def _dense(names: tuple[str, ...], length: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """(length + 1, P, length, length): the weights of each pattern for a sentence of n
+    tokens (n = 0 .. length), zero past it (:func:`adl.patterns.fixed`)."""
+    out = torch.zeros(length + 1, len(names), length, length, dtype=torch.float64)
+    for n in range(1, length + 1):
+        for p, name in enumerate(names):
+            out[n, p, :n, :n] = patterns.fixed(name, n)
+    return out.to(dtype=dtype, device=device)
+
+
 def pattern(name: str, v: Tensor, n: Tensor) -> Tensor:
     """One fixed head over values (B, T, d), zero from position n_b on, sentence lengths n
     (B,): (B, T, d) (rows past n_b are left for the caller to clear)."""
@@ -90,6 +108,9 @@ def fixed_heads(names: tuple[str, ...], v: Tensor, pad: Tensor | None) -> Tensor
     else:
         n = (~pad).sum(1)
         v = v.masked_fill(pad[:, None, :, None], 0.0)
+    if T <= DENSE_UNTIL:
+        weights = _dense(names, T, v.dtype, v.device)[n]  # (B, P, T, T)
+        return torch.einsum("bpij,bpjd->bpid", weights, v)  # zero past each sentence
     out = torch.stack([pattern(name, v[:, p], n) for p, name in enumerate(names)], 1)
     return out if pad is None else out.masked_fill(pad[:, None, :, None], 0.0)
 
