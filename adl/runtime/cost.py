@@ -199,7 +199,8 @@ def build(candidate: Candidate, device: str):
 
 def synthetic(model, rows: int, length: int, device, generator) -> tuple:
     """(src, tgt, src_words): random tokens of ``length`` (ids from 4: no pad, bos, eos or
-    unk), each source token a word of its own."""
+    unk), each source token a word of its own (the word ids for a model that reads them,
+    else None)."""
     import torch
 
     vocab = min(model.spec.src_vocab, model.spec.tgt_vocab)
@@ -393,9 +394,10 @@ def measure(
     device = next(models[names[0]].model.parameters()).device
     generator = torch.Generator().manual_seed(1)
     for L in workload.lengths:
-        src, _, words = synthetic(models[names[0]].model, workload.sentences, L, device, generator)
+        src, _, _ = synthetic(models[names[0]].model, workload.sentences, L, device, generator)
+        words = torch.arange(L, device=device).expand(src.size(0), L).contiguous()
         for m in models.values():  # warm up (first calls allocate)
-            decode_seconds(m, src[:2], None if words is None else words[:2], 2, 3)
+            decode_seconds(m, src[:2], words[:2] if m.needs_src_words else None, 2, 3)
         for r in range(workload.rounds):
             for c in _rotated(candidates, r):
                 for beam, figure in ((1, FIGURES[2]), (workload.beam, FIGURES[3])):

@@ -12,9 +12,9 @@ DEC = "pos -> res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) -> res_nd(ffl) -
 HC = "pos -> res_nd(gauss_att(l, c)) -> res_nd(mh_dot_src_att) -> res_nd(ffl) -> norm"
 
 
-def candidate(name, dec, tmp_path):
+def candidate(name, dec, tmp_path, enc=ENC):
     files = [tmp_path / f"{name}.enc.adl", tmp_path / f"{name}.dec.adl"]
-    files[0].write_text(ENC)
+    files[0].write_text(enc)
     files[1].write_text(dec)
     config = Config()
     config.model.d_model, config.model.heads, config.model.dropout = 16, 2, 0.0
@@ -43,6 +43,18 @@ def test_measure_reports_every_figure_against_the_baseline(tmp_path):
     data = table.to_json()
     assert data["ratios"]["HC"]["6"]["train_peak_mib"] == table.ratio("HC", 6, "train_peak_mib")
     assert data["machine"]["threads"] >= 1
+
+
+def test_a_model_that_reads_word_ids_is_measured_beside_one_that_does_not(tmp_path):
+    """Word-level fixed patterns (Raganato's 7F+1L word) read the source's word ids: the
+    decoding measurement gives them to that model, whatever the baseline reads."""
+    word = "pos -> res_nd(fixed_self_att(unit=word)) -> res_nd(ffl) -> norm"
+    models = [candidate("BASE", DEC, tmp_path), candidate("WORD", DEC, tmp_path, enc=word)]
+    assert not cost.build(models[0], "cpu").needs_src_words
+    assert cost.build(models[1], "cpu").needs_src_words
+    workload = cost.Workload(lengths=(5,), batch_tokens=20, train_steps=1, sentences=2, rounds=1)
+    table = cost.measure(models, "BASE", workload)
+    assert all(v > 0 for v in table.figures["WORD"][5].values.values())
 
 
 def test_the_baseline_must_be_one_of_the_models(tmp_path):
