@@ -6,6 +6,7 @@ carry them: a local process pool, or submitit on Slurm.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -249,12 +250,35 @@ def _decode(job: Job, decoding: DecodeJob, config, device, threads: int) -> None
         "device": str(device),
         "threads": threads,
         "decode": decoding.options,
+        "validations": validations(Path(job.folder)),
         "key": decoding.key,
         "finished": time.time(),
     }
     write_json(out / RESULT, result)
     commit_record(decoding, result, hyps, str(device), threads)
     print(f"{decoding.system} seed {job.seed}: {scores['bleu_text']}")
+
+
+def validations(folder: Path) -> list[dict[str, float]]:
+    """The run's learning curve as its metrics.jsonl has it: step, loss, perplexity, and
+    BLEU and chrF where measured, of every validation (the result file keeps it)."""
+    from adl.runtime.rundir import RunDir
+
+    path = RunDir(folder).metrics
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if record.get("split") == "valid":
+            keys = ("step", "loss", "ppl", "bleu", "chrf")
+            out.append({k: round(record[k], 4) for k in keys if k in record})
+    return out
 
 
 def commit_record(
