@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from .common import UsageError
-from .translate import add_model_choice, load_translator
+from .translate import _open_output, add_model_choice, load_translator
 
 HELP = "score given translations with a trained run (forced decoding)"
 
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         lines, name = _read_input(args)
     translator = load_translator(args)
-    out = sys.stdout if args.output is None else open(args.output, "w", encoding="utf-8")
+    out = sys.stdout if args.output is None else _open_output(args.output)
     try:
         if args.contrastive:
             assert lines is not None
