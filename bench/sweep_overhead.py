@@ -22,41 +22,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from toy_task import write_reverse_pairs
+from toy_task import write_reverse_sweep
 
 from adl.runtime import sweep
+from adl.runtime.sweep.results import root
 from adl.runtime.sweep.table import build, write
-
-ENC = "pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(ffl)) -> norm\n"
-DEC = "pos -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) -> res_nd(ffl)) -> norm\n"
-RNN = "pos -> repeat(2, res_nd(rnn) -> res_nd(mh_dot_src_att) -> res_nd(ffl)) -> norm\n"
 
 
 def task(folder: Path, steps: int, d_model: int) -> Path:
-    write_reverse_pairs(folder, {"train": 4000, "valid": 100, "test": 200}, lengths=(4, 12))
-    (folder / "att.enc.adl").write_text(ENC)
-    (folder / "att.dec.adl").write_text(DEC)
-    (folder / "rnn.dec.adl").write_text(RNN)
-    spec = folder / "spec.yaml"
-    spec.write_text(
-        f"""name: overhead
-data: {{train: train, valid: valid, test: test, langs: [src, tgt]}}
-preset: tiny
-budget: {{steps: {steps}}}
-settings:
-  model.d_model: {d_model}
-  train: {{max_tokens: 1024, valid_every: {max(steps // 4, 1)}, log_every: 50, threads: 1}}
-seeds: [1, 2]
-baseline: ATT
-decode: {{beam: 4}}
-systems:
-  - name: ATT
-    files: [att.enc.adl, att.dec.adl]
-  - name: RNN
-    files: [att.enc.adl, rnn.dec.adl]
-"""
+    settings = (
+        f"  model.d_model: {d_model}\n"
+        f"  train: {{max_tokens: 1024, valid_every: {max(steps // 4, 1)}, log_every: 50, "
+        "threads: 1}\n"
     )
-    return spec
+    sizes = {"train": 4000, "valid": 100, "test": 200}
+    return write_reverse_sweep(folder, "overhead", sizes, (4, 12), 2, steps, settings, 4)
 
 
 def main() -> None:
@@ -75,9 +55,9 @@ def main() -> None:
         overhead = result.seconds - runs
         # the parts that run in this process, timed again on their own
         t0 = time.perf_counter()
-        _spec, plan = sweep.load(spec, folder / "sweep")
+        loaded, plan = sweep.load(spec, folder / "sweep")
         t1 = time.perf_counter()
-        write(build(plan))
+        write(build(plan, root(loaded, plan.out)))
         t2 = time.perf_counter()
     check, table = t1 - t0, t2 - t1
     print(

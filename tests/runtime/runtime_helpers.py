@@ -94,6 +94,18 @@ def train_cli(
     return stdout
 
 
+def translate_lines(
+    model: Path | str, lines: list[str], folder: Path, *options: str
+) -> tuple[int, str, str]:
+    """``adl translate --model MODEL --input FOLDER/in.txt OPTIONS`` with ``lines`` written to
+    that file: the exit code, standard output and standard error."""
+    from conftest import run_cli
+
+    src = folder / "in.txt"
+    src.write_text("".join(line + "\n" for line in lines))
+    return run_cli("translate", "--model", str(model), "--input", str(src), *options)
+
+
 def train_reverse_run(tmp: Path, *settings: str) -> Path:
     """A reverse-task run of 300 steps (d_model 48) in ``tmp/run``, for a test module to
     share; ``settings``: further ``KEY=VALUE`` settings."""

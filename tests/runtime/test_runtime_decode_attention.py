@@ -3,7 +3,7 @@ retrieval or standard attention (runtime.load_for_inference(decode_attention=...
 
 import pytest
 from conftest import run_cli
-from runtime_helpers import reverse_task, train_cli
+from runtime_helpers import reverse_task, train_cli, translate_lines
 
 from adl import runtime
 from adl.nn.attention import DotAttention
@@ -32,12 +32,9 @@ def test_loading_sets_the_decoder_attention(run):
 def test_translate_with_hard_retrieval(run, tmp_path):
     tmp, out = run
     lines = ["a b c d", "q r s", "f g h i j"]
-    src = tmp_path / "in.txt"
-    src.write_text("".join(line + "\n" for line in lines))
-    code, stdout, err = run_cli(
-        "translate", "--model", str(out), "--input", str(src), "--beam", "2",
-        "--decode-attention", "hard",
-    )  # fmt: skip
+    code, stdout, err = translate_lines(
+        out, lines, tmp_path, "--beam", "2", "--decode-attention", "hard"
+    )
     assert code == 0, err
     model, tokenizers = runtime.load_for_inference(out, decode_attention="hard")
     expected = Translator(model, tokenizers).search(lines, SearchOptions(beam=2))

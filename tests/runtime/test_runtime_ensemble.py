@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from conftest import run_cli
-from runtime_helpers import train_reverse_run
+from runtime_helpers import train_reverse_run, translate_lines
 
 import adl
 from adl.runtime.data.tokenizer import BOS, EOS
@@ -116,11 +116,8 @@ def test_an_ensemble_has_no_one_attention(run):
 
 def test_cli_translates_with_an_ensemble(run, tmp_path):
     _, out = run
+    code, single, err = translate_lines(out, SOURCES, tmp_path, "--beam", "4")
     src = tmp_path / "in.txt"
-    src.write_text("\n".join(SOURCES) + "\n")
-    code, single, err = run_cli(
-        "translate", "--model", str(out), "--input", str(src), "--beam", "4"
-    )
     assert code == 0, err
     code, both, err = run_cli(
         "translate", "--model", str(out), str(out), "--input", str(src), "--beam", "4"

@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 from conftest import run_cli
-from runtime_helpers import train_reverse_run
+from runtime_helpers import train_reverse_run, translate_lines
 
 from adl.runtime.model import checkpoint as ckpt
 
@@ -38,27 +38,13 @@ def test_translate_stdin_to_stdout(run, monkeypatch):
 
 def test_translate_files_and_nbest(run, tmp_path):
     tmp, out = run
-    src = tmp_path / "in.txt"
-    src.write_text("a b c\nf g h i j\n")
     hyp = tmp_path / "out.txt"
-    code, _, err = run_cli(
-        "translate",
-        "--model",
-        str(out),
-        "--input",
-        str(src),
-        "--output",
-        str(hyp),
-        "--beam",
-        "3",
-        "--checkpoint",
-        "last",
-    )
+    lines = ["a b c", "f g h i j"]
+    options = ("--beam", "3", "--checkpoint", "last")
+    code, _, err = translate_lines(out, lines, tmp_path, "--output", str(hyp), *options)
     assert code == 0, err
     assert hyp.read_text().splitlines() == ["c b a", "j i h g f"]
-    code, stdout, err = run_cli(
-        "translate", "--model", str(out), "--input", str(src), "--beam", "3", "--nbest", "3"
-    )
+    code, stdout, err = translate_lines(out, lines, tmp_path, "--beam", "3", "--nbest", "3")
     assert code == 0, err
     rows = [line.split(" ||| ") for line in stdout.splitlines()]
     assert [r[0] for r in rows] == ["0"] * 3 + ["1"] * 3
@@ -69,13 +55,10 @@ def test_translate_files_and_nbest(run, tmp_path):
 
 def test_greedy_is_beam_1(run, tmp_path):
     tmp, out = run
-    src = tmp_path / "in.txt"
-    src.write_text("".join(f"{' '.join('abcdefghij'[i : i + 4])}\n" for i in range(6)))
+    lines = [" ".join("abcdefghij"[i : i + 4]) for i in range(6)]
     outs = []
     for beam in ("1", "1"):
-        code, stdout, err = run_cli(
-            "translate", "--model", str(out), "--input", str(src), "--beam", beam
-        )
+        code, stdout, err = translate_lines(out, lines, tmp_path, "--beam", beam)
         outs.append(stdout)
     assert outs[0] == outs[1]
 
@@ -235,10 +218,9 @@ def test_an_overlong_line_is_cut_with_a_warning_and_loses_no_other_line(run, tmp
     path = _learn_pos_checkpoint(out, tmp_path, positions=8)
     src = tmp_path / "in.txt"
     long_line = " ".join("abcdefghijklmnopqrst")  # 20 pieces and more: over 7 positions
-    src.write_text(f"a b\n{long_line}\nc d\n")
     for beam in ("1", "3"):
-        code, stdout, err = run_cli(
-            "translate", "--model", str(path), "--input", str(src), "--beam", beam
+        code, stdout, err = translate_lines(
+            path, ["a b", long_line, "c d"], tmp_path, "--beam", beam
         )
         assert code == 0 and "Traceback" not in err, err
         assert len(stdout.split("\n")) == 4  # three output lines

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 from conftest import run_cli
-from runtime_helpers import train_reverse_run
+from runtime_helpers import train_reverse_run, translate_lines
 
 import adl
 from adl.runtime.data.tokenizer import BOS, EOS
@@ -218,12 +218,7 @@ def test_the_cli_the_python_door_and_validation_translate_byte_for_byte_alike(ru
     sources = ["a b c d", "q r s", "f g h i j", "t s a", "e", "b b c d e f"]
     t = adl.load_model(out)
     python = t.translate(sources, beam=1, batch_size=64)
-    src = tmp_path / "in.txt"
-    src.write_text("".join(s + "\n" for s in sources))
-    code, cli, err = run_cli(
-        "translate", "--model", str(out), "--input", str(src), "--beam", "1",
-        "--batch-size", "64",
-    )  # fmt: skip
+    code, cli, err = translate_lines(out, sources, tmp_path, "--beam", "1", "--batch-size", "64")
     assert code == 0, err
     tok = t.tokenizers
     data = encode_pairs(

@@ -17,48 +17,25 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from runtime_helpers import adl_command, env, last_reaches, write_reverse_pairs
+from runtime_helpers import adl_command, env, last_reaches
+from toy_task import write_reverse_sweep
 
 from adl.runtime import sweep
 from adl.runtime.rundir import RunDir
 from adl.runtime.sweep.report import report
 from adl.runtime.sweep.table import COLUMNS
 
-ENC = "pos -> res_nd(mh_dot_self_att) -> res_nd(ffl) -> norm\n"
-DEC = "pos -> res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) -> res_nd(ffl) -> norm\n"
-RNN = "pos -> res_nd(rnn) -> res_nd(mh_dot_src_att) -> res_nd(ffl) -> norm\n"
-
 
 def tiny_task(folder: Path, steps: int = 20, valid_every: int = 10) -> Path:
-    """Letter sentences and their reversal, two tiny models, and a spec over them."""
-    write_reverse_pairs(folder, {"train": 300, "valid": 20, "test": 24}, lengths=(3, 6))
-    (folder / "att.enc.adl").write_text(ENC)
-    (folder / "att.dec.adl").write_text(DEC)
-    (folder / "rnn.dec.adl").write_text(RNN)
-    spec = folder / "spec.yaml"
-    spec.write_text(
-        f"""name: tiny
-data: {{train: train, valid: valid, test: test, langs: [src, tgt]}}
-preset: tiny
-budget: {{steps: {steps}}}
-settings:
-  model.d_model: 32
-  train: {{max_tokens: 256, valid_every: {valid_every}, log_every: 5, bleu: false, threads: 1}}
-seeds: [1, 2]
-baseline: ATT
-decode: {{beam: 2}}
-systems:
-  - name: ATT
-    files: [att.enc.adl, att.dec.adl]
-  - name: RNN
-    files: [att.enc.adl, rnn.dec.adl]
-  - name: ATT-hard
-    decode_of: ATT
-    decode: {{beam: 1, decode_attention: hard}}
-""",
-        encoding="utf-8",
+    """Letter sentences and their reversal, two tiny models, a decoding variant, and a spec."""
+    settings = (
+        "  model.d_model: 32\n"
+        f"  train: {{max_tokens: 256, valid_every: {valid_every}, log_every: 5, bleu: false, "
+        "threads: 1}\n"
     )
-    return spec
+    hard = "  - name: ATT-hard\n    decode_of: ATT\n    decode: {beam: 1, decode_attention: hard}\n"
+    sizes = {"train": 300, "valid": 20, "test": 24}
+    return write_reverse_sweep(folder, "tiny", sizes, (3, 6), 1, steps, settings, 2, hard)
 
 
 def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path):
