@@ -6,10 +6,12 @@ Spans never take part in equality, so ``parse(print(tree)) == tree`` compares st
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from ..source import Span
 
 NO_SPAN = Span(0, 0)
+T = TypeVar("T")
 
 
 def _span() -> Span:
@@ -20,43 +22,41 @@ def _span() -> Span:
 
 
 @dataclass(frozen=True)
-class Int:
-    value: int
+class _Literal(Generic[T]):
+    """A value written in the text, and where."""
+
+    value: T
     span: Span = _span()
 
 
+class Int(_Literal[int]):
+    """An integer: ``6``."""
+
+
+class Float(_Literal[float]):
+    """A number with a point or an exponent: ``0.1``, ``1e-3``."""
+
+
+class Bool(_Literal[bool]):
+    """``true`` or ``false`` (or ``True``, ``False``)."""
+
+
+class String(_Literal[str]):
+    """A quoted string: ``"top"``."""
+
+
 @dataclass(frozen=True)
-class Float:
-    value: float
+class _Name:
+    name: str
     span: Span = _span()
 
 
-@dataclass(frozen=True)
-class Bool:
-    value: bool
-    span: Span = _span()
-
-
-@dataclass(frozen=True)
-class String:
-    value: str
-    span: Span = _span()
-
-
-@dataclass(frozen=True)
-class Var:
+class Var(_Name):
     """``$name``: a model hyper-parameter (``$d_model``) or a value set with ``--var``."""
 
-    name: str
-    span: Span = _span()
 
-
-@dataclass(frozen=True)
-class NameRef:
+class NameRef(_Name):
     """A bare name used as a number inside arithmetic, e.g. the ``n`` of ``repeat(n - 1, ...)``."""
-
-    name: str
-    span: Span = _span()
 
 
 @dataclass(frozen=True)
