@@ -45,7 +45,7 @@ def pick(scores: Tensor, v: Tensor) -> Tensor:
     """Eq. 11: the value of the largest score (the first of equal ones, as ``argmax``), per
     head and query. scores (B, H, T, S), v (B, H, S, d) -> (B, H, T, d)."""
     B, H, T, S = scores.shape
-    index = scores.max(-1).indices  # (B, H, T)
+    index = scores.argmax(-1)  # (B, H, T); no values tensor, as max(-1) makes
     index += _starts(B, H, S, v.device)
     found = v.reshape(B * H * S, v.size(-1)).index_select(0, index.view(-1))
     return found.view(B, H, T, -1)
