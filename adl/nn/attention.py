@@ -284,21 +284,10 @@ class SourceAttention(DotAttention):
         k, v = self.kv(u).chunk(2, dim=-1)
         return split_heads(k, self.heads), split_heads(v, self.heads)
 
-    def source_mask(self, ctx: Context) -> Tensor | None:
-        """(B, 1, 1, S) True where a source position may be attended, or None when nothing is
-        padded (``Memory.pad``); in decoding made once per sentence, not at every step."""
-        pad = ctx.source.pad
-        if ctx.state is None:
-            return None if pad is None else ~pad[:, None, None, :]
-        cache = ctx.state.of_source(self)
-        if "mask" not in cache:
-            cache["mask"] = None if pad is None else ~pad[:, None, None, :]
-        return cache["mask"]
-
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         q = split_heads(self.q(x), self.heads)
         k, v = self.keys_values(ctx)
-        mask = self.source_mask(ctx)
+        mask = ctx.source.allowed
         if ctx.record is not None:
             ctx.record_attention(self, "source", self.probabilities(q, k, mask))
         return self.attend(q, k, v, mask)

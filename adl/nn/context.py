@@ -9,6 +9,7 @@ layer's cache and ``x`` holds only the new positions (usually one), which start 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import torch
@@ -26,6 +27,13 @@ class Memory:
     top: Tensor
     pad: Tensor | None
     blocks: list[Tensor] = field(default_factory=list)
+
+    @cached_property
+    def allowed(self) -> Tensor | None:
+        """(B, 1, 1, S) True where a source position may be attended, shaped for attention
+        scores, or None when nothing is padded: made once per memory and shared by every
+        source attention (in decoding, once per sentence rather than at every step)."""
+        return None if self.pad is None else ~self.pad[:, None, None, :]
 
     def level(self, index: int | None) -> Tensor:
         return self.top if index is None else self.blocks[index]
