@@ -13,9 +13,7 @@ from adl.runtime.model import checkpoint as ckpt
 from adl.runtime.rundir import RunDir
 
 CAP = math.exp(100.0)  # what validate reports for any loss above 100 nats
-TRAIN = importlib.import_module(
-    "adl.runtime.training.train"
-)  # the module (runtime.train is the function)
+STATE = importlib.import_module("adl.runtime.training.state")  # where the trainer validates
 
 
 def config(tmp_path, *sets):
@@ -30,7 +28,7 @@ def fake_validations(monkeypatch, sequence):
         ppl, loss = next(calls)
         return {"loss": loss, "ppl": ppl, "acc": 0.0}
 
-    monkeypatch.setattr(TRAIN, "validate", validate)
+    monkeypatch.setattr(STATE, "validate", validate)
 
 
 def best_of(tmp_path, monkeypatch, sequence, *sets):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -16,26 +16,24 @@ from adl.runtime.errors import UserError
 from adl.runtime.model import averaging
 from adl.runtime.model import checkpoint as ckpt
 from adl.runtime.training import distributed
-
-if TYPE_CHECKING:
-    from adl.runtime.training.train import Trainer
+from adl.runtime.training.state import TrainerState
 
 
-def rng_state(trainer: Trainer) -> dict[str, Any]:
+def rng_state(trainer: TrainerState) -> dict[str, Any]:
     state = {"torch": torch.get_rng_state(), "python": random.getstate()}
     if trainer.device.type == "cuda":
         state["cuda"] = torch.cuda.get_rng_state(trainer.device)
     return state
 
 
-def set_rng_state(trainer: Trainer, state: dict[str, Any]) -> None:
+def set_rng_state(trainer: TrainerState, state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     random.setstate(state["python"])
     if trainer.device.type == "cuda" and "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"], trainer.device)
 
 
-def restore(trainer: Trainer, state: dict[str, Any]) -> None:
+def restore(trainer: TrainerState, state: dict[str, Any]) -> None:
     trainer.optimizer.load_state_dict(state["optimizer"])
     trainer.schedule.load_state_dict(state["schedule"])
     trainer.stream.load_state_dict(state["data"])
@@ -62,7 +60,7 @@ def restore(trainer: Trainer, state: dict[str, Any]) -> None:
         trainer.metrics.truncate_after(trainer.step)
 
 
-def state(trainer: Trainer, rngs: list[dict[str, Any]]) -> dict[str, Any]:
+def state(trainer: TrainerState, rngs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "format": ckpt.FORMAT,
         "step": trainer.step,
@@ -91,7 +89,7 @@ def state(trainer: Trainer, rngs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def checkpoint(trainer: Trainer, validate: bool) -> bool:
+def checkpoint(trainer: TrainerState, validate: bool) -> bool:
     """Validate (all ranks take part), update the schedule and the best, write the
     checkpoint (rank 0). True when early stopping says stop."""
     t = trainer.cfg.train
@@ -154,7 +152,7 @@ def checkpoint(trainer: Trainer, validate: bool) -> bool:
     return stop
 
 
-def best_steps(trainer: Trainer) -> list[int]:
+def best_steps(trainer: TrainerState) -> list[int]:
     t = trainer.cfg.train
     if not t.keep_best or not trainer.history:
         return []
@@ -165,7 +163,7 @@ def best_steps(trainer: Trainer) -> list[int]:
     return [h["step"] for h in ranked[: t.keep_best]]
 
 
-def average(trainer: Trainer) -> None:
+def average(trainer: TrainerState) -> None:
     """train.average_last: validate the averages of the last 2..N checkpoints; the best
     becomes best.pt when it beats every checkpoint (adl/runtime/model/averaging.py)."""
     t = trainer.cfg.train

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -29,13 +29,11 @@ from adl.runtime.model.build import build_model, check_model, position_limits
 from adl.runtime.rundir import held_for_me
 from adl.runtime.training import distributed, policy
 from adl.runtime.training.schedule import Schedule
+from adl.runtime.training.state import TrainerState
 from adl.runtime.training.validate import signatures
 
-if TYPE_CHECKING:
-    from adl.runtime.training.train import Trainer
 
-
-def prepare(trainer: Trainer, resume: bool) -> None:
+def prepare(trainer: TrainerState, resume: bool) -> None:
     t = trainer.cfg.train
     if t.threads:
         torch.set_num_threads(t.threads)
@@ -135,7 +133,7 @@ def prepare(trainer: Trainer, resume: bool) -> None:
     describe(trainer)
 
 
-def check_run_dir(trainer: Trainer, resume: bool) -> dict[str, Any] | None:
+def check_run_dir(trainer: TrainerState, resume: bool) -> dict[str, Any] | None:
     run = trainer.run_dir
     if resume and not (run.last.is_file() or run.step_files()):
         raise UserError(f"{run.root}: nothing to resume (no checkpoints/last.pt)")
@@ -154,7 +152,7 @@ def check_run_dir(trainer: Trainer, resume: bool) -> dict[str, Any] | None:
     return None
 
 
-def lock(trainer: Trainer, create: bool) -> None:
+def lock(trainer: TrainerState, create: bool) -> None:
     """Rank 0 takes the run's lock, unless the ``adl train --nproc N`` that started
     it holds it; every rank stops when it cannot be had."""
     error = None
@@ -171,7 +169,7 @@ def lock(trainer: Trainer, create: bool) -> None:
         raise error
 
 
-def read_train(trainer: Trainer) -> TextPairs:
+def read_train(trainer: TrainerState) -> TextPairs:
     """The training text, checked before anything is trained on it."""
     d = trainer.cfg.data
     if not (d.train or (d.train_src and d.train_tgt)):
@@ -184,7 +182,7 @@ def read_train(trainer: Trainer) -> TextPairs:
     return text
 
 
-def read_valid(trainer: Trainer) -> TextPairs | None:
+def read_valid(trainer: TrainerState) -> TextPairs | None:
     d = trainer.cfg.data
     if not (d.valid or d.valid_src or d.valid_tgt):
         return None
@@ -198,7 +196,7 @@ def read_valid(trainer: Trainer) -> TextPairs | None:
     return text
 
 
-def token_cache(trainer: Trainer) -> TokenCache | None:
+def token_cache(trainer: TrainerState) -> TokenCache | None:
     d = trainer.cfg.data
     if not d.cache:
         return None
@@ -206,7 +204,7 @@ def token_cache(trainer: Trainer) -> TokenCache | None:
     return TokenCache(where, warn=trainer.log.warning)
 
 
-def tokenizers(trainer: Trainer, state: dict[str, Any] | None, text: TextPairs) -> Tokenizers:
+def tokenizers(trainer: TrainerState, state: dict[str, Any] | None, text: TextPairs) -> Tokenizers:
     d = trainer.cfg.data
     if state:
         return Tokenizers.from_state(state["tokenizer"])
@@ -237,7 +235,10 @@ def tokenizers(trainer: Trainer, state: dict[str, Any] | None, text: TextPairs) 
 
 
 def data(
-    trainer: Trainer, text: TextPairs, valid_text: TextPairs | None, state: dict[str, Any] | None
+    trainer: TrainerState,
+    text: TextPairs,
+    valid_text: TextPairs | None,
+    state: dict[str, Any] | None,
 ) -> tuple[ParallelData, ParallelData | None]:
     """Tokenized (or from the token cache) and filtered by the length limits: data.max_len
     and the model's learned positions on both sets, data.max_ratio on training data."""
@@ -253,7 +254,7 @@ def data(
 
 
 def encode(
-    trainer: Trainer, text: TextPairs, limits: Limits, what: str, keep_text: bool = False
+    trainer: TrainerState, text: TextPairs, limits: Limits, what: str, keep_text: bool = False
 ) -> ParallelData:
     tok, cache = trainer.tokenizers, trainer.cache
     started = time.monotonic()
@@ -277,7 +278,7 @@ def encode(
     return data
 
 
-def position_limits_of(trainer: Trainer, state: dict[str, Any] | None) -> tuple[int, int]:
+def position_limits_of(trainer: TrainerState, state: dict[str, Any] | None) -> tuple[int, int]:
     """The longest source and target the model's learned positions take (0: any): of
     the .adl files, or of the checkpoint the model comes from (--resume, --init-from
     without files)."""
@@ -296,7 +297,7 @@ def position_limits_of(trainer: Trainer, state: dict[str, Any] | None) -> tuple[
         raise CheckpointError(f"{where}: its model description does not build:\n{exc}") from None
 
 
-def model(trainer: Trainer, state: dict[str, Any] | None):
+def model(trainer: TrainerState, state: dict[str, Any] | None):
     if state:  # the checkpoint's ADL text is input: checked (bounded) before building
         where = trainer.resumed_from or trainer.run_dir.last
         try:
@@ -322,7 +323,7 @@ def model(trainer: Trainer, state: dict[str, Any] | None):
     )
 
 
-def init_model(trainer: Trainer, path: Path, source: dict[str, Any]):
+def init_model(trainer: TrainerState, path: Path, source: dict[str, Any]):
     """--init-from: the model (of the .adl files given, else of the checkpoint's own
     description) with the checkpoint's weights; the architecture must match."""
     m = trainer.cfg.model
@@ -353,7 +354,7 @@ def init_model(trainer: Trainer, path: Path, source: dict[str, Any]):
     return model
 
 
-def optimizer(trainer: Trainer) -> torch.optim.Optimizer:
+def optimizer(trainer: TrainerState) -> torch.optim.Optimizer:
     o = trainer.cfg.optim
     kind = torch.optim.AdamW if o.optimizer == "adamw" else torch.optim.Adam
     return kind(
@@ -365,7 +366,7 @@ def optimizer(trainer: Trainer) -> torch.optim.Optimizer:
     )
 
 
-def describe(trainer: Trainer) -> None:
+def describe(trainer: TrainerState) -> None:
     params = sum(p.numel() for p in trainer.model.parameters())
     kind = "joint" if trainer.cfg.model.joint else "encoder-decoder"
     trainer.log.info(

@@ -14,7 +14,6 @@ and returns.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
 import signal
 import threading
@@ -29,18 +28,13 @@ import torch
 
 from adl.runtime.config import Config
 from adl.runtime.data.batching import Batch
-from adl.runtime.data.data import ParallelData
-from adl.runtime.data.prefetch import Prefetcher
-from adl.runtime.data.tokencache import TokenCache
-from adl.runtime.data.tokenizer import Tokenizers
 from adl.runtime.errors import TrainingStopped
-from adl.runtime.logs import Metrics, Progress, close_logger, duration
+from adl.runtime.logs import Progress, close_logger, duration
 from adl.runtime.rundir import RunDir, RunLock, user_errors
 from adl.runtime.training import distributed, policy, setup
 from adl.runtime.training import precision as precision_mod
 from adl.runtime.training.loss import token_loss
-from adl.runtime.training.schedule import Schedule
-from adl.runtime.training.validate import validate
+from adl.runtime.training.state import TrainerState
 
 STEP_CALLBACK = Callable[[int, list[Batch]], None]
 MIN_LOSS_SCALE = 2.0**-14  # fp16: overflows below this loss scale count as bad steps
@@ -81,45 +75,10 @@ def train(
         trainer.close()
 
 
-class Trainer:
+class Trainer(TrainerState):
     """One run's training: set up by :func:`adl.runtime.training.setup.prepare` (the run
     folder, data, tokenizers, model, optimizer), the loop here (:meth:`run`), what is kept
     decided by :mod:`adl.runtime.training.policy`."""
-
-    # set up by setup.prepare (close() also runs after a failed one)
-    log: logging.Logger
-    console: Any
-    metrics: Metrics
-    cache: TokenCache | None
-    tokenizers: Tokenizers
-    train_data: ParallelData
-    valid_data: ParallelData | None
-    positions: tuple[int, int]  # the longest source and target the model takes (0: any)
-    length_ratio: float
-    model: Any  # the compiled Seq2Seq or JointModel
-    train_model: Any  # the model as trained: itself, under DDP, or compiled
-    ddp: Any
-    needs_words: bool
-    optimizer: torch.optim.Optimizer
-    scaler: Any
-    schedule: Schedule
-    stream: Prefetcher
-    # the bookkeeping that checkpoints keep (adl.runtime.training.policy)
-    step: int
-    skipped: int  # non-finite updates skipped, in all
-    overflows: int  # fp16: updates skipped while the gradient scaler lowered its scale
-    bad_in_row: int
-    best_value: float | None
-    best_loss: float | None  # validation loss there (breaks capped-ppl ties)
-    best_step: int | None
-    stale: int  # validations without a better best (patience)
-    history: list[dict[str, Any]]
-    last_metrics: dict[str, float]
-    saved_step: int
-    valid_seconds: float  # validation time of this run (since start or resume)
-    _started: float
-    _first_step: int
-    _stop_signal: int | None
 
     def __init__(self, config: Config, out: str | Path, resume: bool = False):
         self.cfg = config.validate()
@@ -143,13 +102,6 @@ class Trainer:
         except BaseException:
             self.close()
             raise
-
-    # --- set-up --------------------------------------------------------------------------
-
-    def _autocast(self):
-        return self.precision.autocast()
-
-    # --- state ---------------------------------------------------------------------------
 
     # --- the loop ------------------------------------------------------------------------
     def _finished(self) -> str | None:
@@ -350,29 +302,6 @@ class Trainer:
             f"{record['loss']:.4f} | ppl {record['ppl']:.2f} | lr {result['lr']:.3e} "
             f"| {record['tokens_per_s']:,.0f} tok/s"
             + (f" | skipped {self.skipped}" if self.skipped else "")
-        )
-
-    # --- validation and checkpoints --------------------------------------------------------
-    def _validate(self) -> dict[str, float]:
-        metrics = self._measure() if self.main and self.valid_data is not None else {}
-        return distributed.broadcast(self.dist, metrics)
-
-    def _measure(self) -> dict[str, float]:
-        """The validation of the model as it is now (this process only)."""
-        t = self.cfg.train
-        assert self.valid_data is not None
-        return validate(
-            self.model,
-            self.valid_data,
-            self.tokenizers,
-            self.device,
-            max_tokens=t.max_tokens,
-            smoothing=self.cfg.optim.label_smoothing,
-            bleu=t.bleu,
-            bleu_sentences=t.valid_bleu_sentences,
-            len_a=t.decode_len_a,
-            len_b=t.decode_len_b,
-            autocast=self._autocast,
         )
 
     # --- signals -------------------------------------------------------------------------
