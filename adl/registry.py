@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import typing
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -247,6 +248,62 @@ def layer(
         return fn
 
     return register
+
+
+def variant(
+    of: Callable[..., LayerOutput],
+    name: str,
+    summary: str,
+    *,
+    drop: Iterable[str] = (),
+    **options: Any,
+) -> Callable[..., LayerOutput]:
+    """Register a layer with the arguments, size rule and argument docs of the layer rule
+    ``of`` but those in ``drop`` (they keep ``of``'s defaults), as ``name`` in the family of the
+    calling module; ``summary`` replaces the first paragraph of ``of``'s docstring,
+    ``options`` are :func:`layer`'s::
+
+        hard_self_att = variant(mh_dot_self_att, "hard_self_att", "Hard ...", drop=("dropout",))
+
+    For layers that share one dimension rule and differ in what the modules do with it
+    (hard retrieval is dot attention that picks one key)."""
+    dropped = set(drop)
+    signature = inspect.signature(of)
+    unknown = dropped - set(signature.parameters)
+    if unknown:
+        raise TypeError(f"{of.__name__} has no argument {', '.join(sorted(unknown))}")
+    hints = typing.get_type_hints(of, include_extras=True)
+    module = sys._getframe(1).f_globals["__name__"]  # the family, as for a decorated rule
+
+    def rule(h: LayerInput, /, *args: Any, **kwargs: Any) -> LayerOutput:
+        return of(h, *args, **kwargs)
+
+    rule.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[p for p in signature.parameters.values() if p.name not in dropped]
+    )
+    rule.__annotations__ = {k: v for k, v in hints.items() if k not in dropped}
+    rule.__name__ = rule.__qualname__ = name
+    rule.__module__ = module
+    rule.__doc__ = _with_summary(inspect.getdoc(of) or "", summary, dropped)
+    return layer(**options)(rule)
+
+
+def _with_summary(doc: str, summary: str, dropped: set[str]) -> str:
+    """``doc`` with its first paragraph replaced and the ``Args:`` entries of ``dropped``
+    (with their continuation lines) left out."""
+    lines = doc.splitlines()
+    end = next((i for i, line in enumerate(lines) if not line.strip()), len(lines))
+    out = inspect.cleandoc(summary).splitlines()
+    skipping = False
+    for line in lines[end:]:
+        entry = re.match(r"^\s{4}(\*?\w+):", line)
+        if entry:
+            skipping = entry.group(1).lstrip("*") in dropped
+        elif not line.startswith(" " * 8):
+            skipping = False
+        if not skipping:
+            out.append(line)
+    return "\n".join(out)
 
 
 def spec_of(

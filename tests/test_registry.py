@@ -68,6 +68,38 @@ def test_types_and_aliases_are_read_from_annotations():
     assert REGISTRY.get("concat").params[0].variadic
 
 
+@pytest.mark.parametrize(
+    "name, of, dropped",
+    [
+        ("hard_self_att", "mh_dot_self_att", {"dropout", "window"}),
+        ("hard_src_att", "mh_dot_src_att", {"dropout"}),
+    ],
+)
+def test_a_variant_has_the_rule_of_its_layer_but_the_dropped_arguments(name, of, dropped):
+    hard, soft = REGISTRY.get(name), REGISTRY.get(of)
+    assert hard.family == "hard" and hard.name == name
+
+    def entries(params):
+        return [(p.name, p.default, p.aliases, p.doc, type(p.type), p.type.label) for p in params]
+
+    assert entries(p for p in soft.params if p.name not in dropped) == entries(hard.params)
+    assert {p.name for p in hard.params}.isdisjoint(dropped)
+    assert hard.size_rule == soft.size_rule and hard.summary != soft.summary
+    assert not any(f"    {d}:" in hard.doc for d in dropped)  # nor their lines
+    assert (
+        adl.check(f"{name}(heads=4)", "decoder", source_d=96).params
+        == adl.check(f"{of}(heads=4)", "decoder", source_d=96).params
+    )
+
+
+def test_a_variant_cannot_drop_an_argument_its_layer_lacks():
+    from adl.registry import variant
+
+    with pytest.raises(TypeError, match="mh_dot_self_att has no argument wide"):
+        variant(REGISTRY.get("mh_dot_self_att").rule, "x_att", "X.", drop=("wide",))
+    assert "x_att" not in REGISTRY
+
+
 def test_a_layer_without_argument_docs_is_refused():
     from adl.registry import LayerInput, LayerOutput
 
