@@ -6,6 +6,7 @@ RUN/checkpoints/step-NNNNNNN.pt  the last train.keep_last (and the train.keep_be
 RUN/checkpoints/last.pt          the latest checkpoint (what --resume continues)
 RUN/checkpoints/best.pt          the best by train.best_metric (runs with validation)
 RUN/checkpoints/average.pt       written by `adl average`
+RUN/checkpoints/damaged/         checkpoints a resume could not read (set aside, never deleted)
 RUN/metrics.jsonl                one JSON object per training log line and validation
 RUN/train.log                    the log
 RUN/.lock                        held by the process training the run (see RunLock)
@@ -39,50 +40,31 @@ except ImportError:  # pragma: no cover - Windows: no flock, runs are not locked
 _STEP = re.compile(r"^step-(\d+)\.pt$")
 
 
+class _At:
+    """A path of the run folder: ``RunDir(root).NAME`` is ``root / parts...``."""
+
+    def __init__(self, *parts: str):
+        self.parts = parts
+
+    def __get__(self, run: RunDir, owner: type | None = None) -> Path:
+        return run.root.joinpath(*self.parts)
+
+
 @dataclass(frozen=True)
 class RunDir:
     root: Path
 
-    @property
-    def config(self) -> Path:
-        return self.root / "config.yaml"
-
-    @property
-    def tokenizer(self) -> Path:
-        return self.root / "tokenizer"
-
-    @property
-    def checkpoints(self) -> Path:
-        return self.root / "checkpoints"
-
-    @property
-    def metrics(self) -> Path:
-        return self.root / "metrics.jsonl"
-
-    @property
-    def log(self) -> Path:
-        return self.root / "train.log"
-
-    @property
-    def lock(self) -> Path:
-        return self.root / ".lock"
-
-    @property
-    def damaged(self) -> Path:
-        """Where a resume sets aside checkpoints it cannot read (they are never deleted)."""
-        return self.checkpoints / "damaged"
-
-    @property
-    def last(self) -> Path:
-        return self.checkpoints / "last.pt"
-
-    @property
-    def best(self) -> Path:
-        return self.checkpoints / "best.pt"
-
-    @property
-    def average(self) -> Path:
-        return self.checkpoints / "average.pt"
+    # the layout of the module's docstring
+    config = _At("config.yaml")
+    tokenizer = _At("tokenizer")
+    checkpoints = _At("checkpoints")
+    metrics = _At("metrics.jsonl")
+    log = _At("train.log")
+    lock = _At(".lock")
+    damaged = _At("checkpoints", "damaged")  # checkpoints a resume could not read, set aside
+    last = _At("checkpoints", "last.pt")
+    best = _At("checkpoints", "best.pt")
+    average = _At("checkpoints", "average.pt")
 
     def step_file(self, step: int) -> Path:
         return self.checkpoints / f"step-{step:07d}.pt"
