@@ -17,12 +17,11 @@ that grows as n·w is a line of slope 1 and one that grows as n² a line of slop
 
 from __future__ import annotations
 
-import argparse
 import statistics
 from pathlib import Path
 
 import torch
-from measure import one_layer, saved_bytes
+from measure import lengths, one_layer, options, saved_bytes
 
 from adl.nn.context import Context
 from adl.runtime import cost
@@ -49,18 +48,14 @@ def layer_of(text: str, role: str, d: int, heads: int, form: bool | None):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--lengths", default="16,32,64,128,256,512,1024")
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--d", type=int, default=256)
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=1)
+    ap = options(
+        __doc__, lengths="16,32,64,128,256,512,1024", batch=8, d=256, heads=4, repeat=5, threads=1
+    )
     ap.add_argument("--png", type=Path, help="draw the curves here")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     clock = cost.timer(args.threads, "cpu")  # one thread: CPU time, whatever else runs
-    lengths = [int(x) for x in args.lengths.split(",")]
+    sizes = lengths(args.lengths)
     layers = {n: layer_of(t, r, args.d, args.heads, f) for n, (t, r, f) in LAYERS.items()}
     seconds: dict[str, dict[int, float]] = {n: {} for n in layers}
     memory: dict[str, dict[int, int]] = {n: {} for n in layers}
@@ -68,7 +63,7 @@ def main() -> None:
         f"batch {args.batch}, d {args.d}, {args.heads} heads, {args.threads} threads; "
         f"one training pass of one layer (median of {args.repeat})"
     )
-    for T in lengths:
+    for T in sizes:
         torch.manual_seed(T)
         x = torch.randn(args.batch, T, args.d)
 
@@ -88,18 +83,18 @@ def main() -> None:
                 times[name].append(clock() - started)
         for name in layers:
             seconds[name][T] = statistics.median(times[name])
-    print(f"\n  {'layer':22s} " + " ".join(f"{T:>8d}" for T in lengths))
+    print(f"\n  {'layer':22s} " + " ".join(f"{T:>8d}" for T in sizes))
     for label, table, unit in (("time (ms)", seconds, 1000), ("kept (MiB)", memory, 2**-20)):
         print(f"  {label}")
         for name in layers:
-            row = " ".join(f"{table[name][T] * unit:8.2f}" for T in lengths)
+            row = " ".join(f"{table[name][T] * unit:8.2f}" for T in sizes)
             print(f"  {name:22s} {row}")
         print("  ratio to BASE")
         for name in list(layers)[1:]:
             base = table["BASE (learned)"]
-            print(f"  {name:22s} " + " ".join(f"{table[name][T] / base[T]:8.2f}" for T in lengths))
+            print(f"  {name:22s} " + " ".join(f"{table[name][T] / base[T]:8.2f}" for T in sizes))
     if args.png:
-        draw(args.png, lengths, seconds, memory, args)
+        draw(args.png, sizes, seconds, memory, args)
 
 
 def draw(path: Path, lengths, seconds, memory, args) -> None:

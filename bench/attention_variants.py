@@ -1,6 +1,6 @@
 """Cost of one self-attention layer: learned dot attention against the hard-coded forms.
 
-    python bench/attention_variants.py [--lengths 32 128 512] [--batch 16] [--d 512]
+    python bench/attention_variants.py [--lengths 32,128,512] [--batch 16] [--d 512]
 
 For each sequence length, times a forward and backward pass through one layer (in a
 `res_nd(...)` block, as in a model) of mh_dot_self_att (8 heads, the baseline), and of
@@ -12,11 +12,11 @@ in the same run (medians of interleaved repetitions).
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
 import torch
+from measure import lengths, options
 
 import adl
 from adl.models import build_network
@@ -38,11 +38,7 @@ def module(text: str, d: int):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lengths", type=int, nargs="+", default=[32, 128, 512])
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--d", type=int, default=512)
-    ap.add_argument("--repeat", type=int, default=7)
+    ap = options(__doc__, lengths="32,128,512", batch=16, d=512, repeat=7)
     args = ap.parse_args()
     torch.manual_seed(0)
     modules = {name: module(text, args.d).train() for name, text in LAYERS.items()}
@@ -50,7 +46,7 @@ def main() -> None:
         f"one layer, forward + backward, batch {args.batch}, d={args.d}, "
         f"{torch.get_num_threads()} threads (median of {args.repeat})"
     )
-    for n in args.lengths:
+    for n in lengths(args.lengths):
         x = torch.randn(args.batch, n, args.d, requires_grad=True)
         times: dict[str, list[float]] = {name: [] for name in modules}
         for m in modules.values():  # warm up

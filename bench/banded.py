@@ -17,12 +17,11 @@ faster). The layers:
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
 import torch
-from measure import DEVICE, one_layer, saved_bytes, sync
+from measure import lengths, one_layer, options, saved_bytes, sync
 
 from adl.nn.context import Context
 
@@ -36,13 +35,7 @@ LAYERS = {
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lengths", default="32,128,512")
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--d", type=int, default=512)
-    ap.add_argument("--heads", type=int, default=8)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--device", default=DEVICE)
+    ap = options(__doc__, lengths="32,128,512", batch=8, d=512, heads=8, repeat=5, device=True)
     args = ap.parse_args()
     dev = args.device
     print(
@@ -53,10 +46,10 @@ def main() -> None:
     for name, (text, role) in LAYERS.items():
         torch.manual_seed(0)
         layer = one_layer(text, role, args.d, args.heads).to(dev)
-        for T in map(int, args.lengths.split(",")):
+        for T in lengths(args.lengths):
             x = torch.randn(args.batch, T, args.d, device=dev, requires_grad=True)
-            lengths = torch.randint(T // 2, T + 1, (args.batch, 1)).to(dev)
-            pad = torch.arange(T, device=dev) >= lengths
+            kept = torch.randint(T // 2, T + 1, (args.batch, 1)).to(dev)
+            pad = torch.arange(T, device=dev) >= kept
 
             def step(banded: bool, layer=layer, x=x, role=role, pad=pad) -> None:
                 layer.banded = banded

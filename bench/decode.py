@@ -23,7 +23,6 @@ Each measurement is the median of --repeat runs, interleaved.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -36,7 +35,7 @@ from adl.runtime.cost import _NoEos as NoEos
 from adl.runtime.decode.search import FullRecompute, beam, greedy, pad_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from measure import DEVICE, sync  # noqa: E402
+from measure import options, sync  # noqa: E402
 from search_reference import beam_reference, greedy_reference  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,15 +75,11 @@ def interleaved(runs: dict, repeat: int, device: str) -> dict[str, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = options(__doc__, d=512, heads=8, repeat=3, device=True)
     ap.add_argument("--sentences", type=int, default=32)
     ap.add_argument("--src-len", type=int, default=20)
     ap.add_argument("--out-len", type=int, default=50)
-    ap.add_argument("--d", type=int, default=512)
-    ap.add_argument("--heads", type=int, default=8)
-    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--parts", default="cache,hard,search", help="which comparisons to run")
-    ap.add_argument("--device", default=DEVICE)
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     dev = args.device

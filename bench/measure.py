@@ -1,7 +1,9 @@
-"""What the benches share: the device to measure on, waiting for it, the memory autograd
-saves, and one layer built from its text."""
+"""What the benches share: their common options, the device to measure on, waiting for it,
+the memory autograd saves, and one layer built from its text."""
 
 from __future__ import annotations
+
+import argparse
 
 import torch
 
@@ -9,6 +11,38 @@ import adl
 from adl.models import build_network
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # the default of --device
+
+
+def options(doc: str | None, **defaults) -> argparse.ArgumentParser:
+    """A bench's parser, described by the first paragraph of ``doc`` (its module's
+    docstring), with the options the layer and model benches share, each given with its
+    default: ``lengths`` (comma separated), ``batch``, ``d``, ``heads``,
+    ``repeat``, ``device`` (True: the machine's best, DEVICE), ``threads``."""
+    helps = {
+        "lengths": "sequence lengths, comma separated",
+        "batch": "sentences per batch",
+        "d": "model size",
+        "heads": "attention heads",
+        "repeat": "timed repetitions (the median is printed)",
+        "threads": "CPU threads",
+    }
+    unknown = set(defaults) - {*helps, "device"}
+    if unknown:
+        raise TypeError(f"no shared bench option {', '.join(sorted(unknown))}")
+    ap = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0] or None)
+    for name, value in defaults.items():
+        if name == "device":
+            ap.add_argument("--device", default=DEVICE, help=f"cpu or cuda (default {DEVICE})")
+        elif name == "lengths":
+            ap.add_argument("--lengths", default=value, help=f"{helps[name]} (default {value})")
+        else:
+            ap.add_argument(f"--{name}", type=int, default=value, help=f"{helps[name]} ({value})")
+    return ap
+
+
+def lengths(text: str) -> list[int]:
+    """--lengths: ``16,64,256`` -> [16, 64, 256]."""
+    return [int(n) for n in text.split(",")]
 
 
 def sync(device: str) -> None:

@@ -16,14 +16,13 @@ alternating order; the figures are medians of the per-iteration ratios.
 
 from __future__ import annotations
 
-import argparse
 import math
 import statistics
 import time
 from pathlib import Path
 
 import torch
-from measure import DEVICE, sync
+from measure import options, sync
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -96,11 +95,9 @@ def matmul_peak(device: str, n: int = 2048, repeat: int = 3) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--batch", type=int, default=64)
+    ap = options(__doc__, batch=64, device=True)
     ap.add_argument("--length", type=int, default=32)
     ap.add_argument("--steps", type=int, default=4)
-    ap.add_argument("--device", default=DEVICE)
     args = ap.parse_args()
     dev = args.device
     torch.manual_seed(0)
