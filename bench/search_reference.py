@@ -66,13 +66,10 @@ def beam_reference(
     alpha: float = 1.0,
     nbest: int = 1,
 ) -> list[list[Hypothesis]]:
-    """Beam search over each row of ``src`` (B, S): the ``nbest`` best hypotheses of each.
-
-    Every step scores the ``size`` live hypotheses of each sentence with one call to
-    ``model.step`` (the cache holds B × size rows), keeps the best ``size`` continuations,
-    and sets aside a hypothesis when it ends in eos (among the best ``size`` candidates).
-    A sentence is done when ``size`` hypotheses have finished (or at ``max_len`` tokens,
-    where only eos may follow); it then leaves the batch."""
+    """:func:`adl.runtime.decode.search.beam`'s search (its arguments but ``every``, its
+    contract), written the plain way: each sentence's live and finished hypotheses are
+    Python lists, each step's choices are read on the host, and a sentence leaves the
+    batch at the step it is done."""
     length_penalty(1, penalty, alpha)  # an unknown penalty fails before any work
     b, k = src.size(0), size
     limit = (

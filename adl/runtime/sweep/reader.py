@@ -30,6 +30,13 @@ from adl.runtime.sweep.spec import (
     resolve,
 )
 
+# what a spec must have: the key, and the problem when it is not there
+MISSING = {
+    "budget": "no budget: say how long each run trains (budget: {steps: N} or {minutes: M})",
+    "systems": "no systems: list them under systems:",
+    "baseline": "no baseline: name the system the others are compared with (baseline: NAME)",
+}
+
 
 # --- reading ---------------------------------------------------------------------------------
 class _Reader(Values):
@@ -170,11 +177,7 @@ class _Reader(Values):
                 self.add(m.value_mark("wheel"), f"data: wheel: no such file {d.wheel}")
 
     def budget(self, doc: Map, spec: Spec) -> None:
-        found = self.required(
-            doc,
-            "budget",
-            "no budget: say how long each run trains (budget: {steps: N} or {minutes: M})",
-        )
+        found = self.required(doc, "budget", MISSING["budget"])
         m = self.mapping(*found, "budget") if found else None
         if m is None:
             return
@@ -293,7 +296,7 @@ class _Reader(Values):
             spec.samples = n or spec.samples
 
     def systems(self, doc: Map, spec: Spec) -> None:
-        found = self.required(doc, "systems", "no systems: list them under systems:")
+        found = self.required(doc, "systems", MISSING["systems"])
         if found is None:
             return
         value, mark = found
@@ -416,11 +419,7 @@ class _Reader(Values):
         return out
 
     def baseline(self, doc: Map, spec: Spec) -> None:
-        found = self.required(
-            doc,
-            "baseline",
-            "no baseline: name the system the others are compared with (baseline: NAME)",
-        )
+        found = self.required(doc, "baseline", MISSING["baseline"])
         name = self.text(*found, "baseline") if found else None
         if name is None:
             return
