@@ -53,8 +53,7 @@ def parser() -> argparse.ArgumentParser:
         description="ADL: architecture definition language for neural machine translation.",
     )
     p.add_argument("--debug", action="store_true", help="show tracebacks of errors")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for cmd in COMMANDS:
         name = cmd.__name__.rsplit(".", 1)[1]
         description = (cmd.__doc__ or "").strip().rsplit("\n\n", 1)[1]

@@ -12,8 +12,7 @@ HELP = "obtain a corpus"
 
 def arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of ``adl data``."""
-    corpora = p.add_subparsers(dest="corpus", metavar="CORPUS")
-    corpora.required = True
+    corpora = p.add_subparsers(dest="corpus", metavar="CORPUS", required=True)
     b = corpora.add_parser(
         "bible",
         help="verse-aligned public-domain Bible translations (the default corpus)",

@@ -19,8 +19,7 @@ HELP = "draw attention patterns, attention and learning curves"
 
 def arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of ``adl viz``."""
-    kinds = p.add_subparsers(dest="picture", metavar="PICTURE")
-    kinds.required = True
+    kinds = p.add_subparsers(dest="picture", metavar="PICTURE", required=True)
 
     pat = kinds.add_parser(
         "pattern",
