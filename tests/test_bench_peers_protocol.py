@@ -308,6 +308,36 @@ def test_a_stopped_run_leaves_its_record(tmp_path):
     assert clock.run(lambda: 7) == 7
 
 
+def test_the_adl_launcher_records_the_clock_of_a_real_run(tmp_path):
+    """bench/peerlib/launch/adl_train.py trains through ``adl train`` and records each
+    validated checkpoint: its update, the clock at its end and the target tokens so far."""
+    import subprocess
+
+    from conftest import QUICK, sets
+    from toy_task import write_reverse_pairs
+
+    write_reverse_pairs(tmp_path / "data", {"train": 100, "valid": 5})
+    stats = tmp_path / "stats.json"
+    script = ROOT / "bench" / "peerlib" / "launch" / "adl_train.py"
+    argv = [sys.executable, str(script), "--peer-stats", str(stats)]
+    argv += [str(ROOT / "architectures" / f"transformer.{side}.adl") for side in ("enc", "dec")]
+    argv += [
+        "--train",
+        str(tmp_path / "data" / "train"),
+        "--valid",
+        str(tmp_path / "data" / "valid"),
+    ]
+    argv += ["--langs", "src", "tgt", *QUICK, "--out", str(tmp_path / "run")]
+    argv += sets("model.vars.layers=1", "max_steps=4", "valid_every=2", "bleu=false", "threads=1")
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(stats.read_text())
+    points = found["checkpoints"]
+    assert found["updates"] == 4 and [c["update"] for c in points] == [2, 4]
+    assert 0 < points[0]["tokens"] < points[1]["tokens"] == found["tokens"]
+    assert 0 < points[0]["seconds"] <= points[1]["seconds"] <= found["seconds"]
+
+
 def test_sockeye_translations_get_adls_length_limit(monkeypatch):
     """The launcher's length rule and parameter file, with a stand-in for Sockeye."""
     import sockeye_translate

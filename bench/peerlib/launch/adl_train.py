@@ -16,9 +16,10 @@ def main() -> int:
     clock = Clock(take(args, "--peer-stats"))
 
     from adl.cli import main as adl
+    from adl.runtime.training import policy
     from adl.runtime.training.train import Trainer
 
-    update, checkpoint = Trainer._update, Trainer._checkpoint
+    update, checkpoint = Trainer._update, policy.checkpoint
 
     def timed_update(self, batches):
         clock.update_started()
@@ -27,14 +28,14 @@ def main() -> int:
             clock.update_done(result["tokens"], self.step)
         return result
 
-    def recorded_checkpoint(self, validate):
-        stop = checkpoint(self, validate)
+    def recorded_checkpoint(trainer, validate):
+        stop = checkpoint(trainer, validate)
         if validate:  # not on an interruption
-            clock.checkpoint(str(self.step), self.step)
+            clock.checkpoint(str(trainer.step), trainer.step)
         return stop
 
     Trainer._update = timed_update
-    Trainer._checkpoint = recorded_checkpoint
+    policy.checkpoint = recorded_checkpoint  # the loop calls policy.checkpoint(...)
     return clock.run(lambda: adl(["train", *args]))
 
 
