@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import overload
 
 from adl.runtime.errors import RunDirError
 
@@ -46,8 +47,17 @@ class _At:
     def __init__(self, *parts: str):
         self.parts = parts
 
-    def __get__(self, run: RunDir, owner: type | None = None) -> Path:
+    @overload
+    def __get__(self, run: None, owner: type | None = None) -> _At: ...
+    @overload
+    def __get__(self, run: RunDir, owner: type | None = None) -> Path: ...
+    def __get__(self, run: RunDir | None, owner: type | None = None) -> Path | _At:
+        if run is None:  # on the class (RunDir.config): the descriptor, as a property is
+            return self
         return run.root.joinpath(*self.parts)
+
+    def __repr__(self) -> str:
+        return f"RUN/{'/'.join(self.parts)}"
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,20 @@ def one_error(code, err) -> str:
     return err.rstrip("\n")
 
 
+def test_the_run_folder_layout():
+    """The paths of the module docstring's layout; on the class, each is its descriptor."""
+    run = RunDir(Path("r"))
+    assert (run.config, run.tokenizer, run.metrics, run.log, run.lock) == tuple(
+        Path("r", name)
+        for name in ("config.yaml", "tokenizer", "metrics.jsonl", "train.log", ".lock")
+    )
+    assert (run.last, run.best, run.average, run.damaged) == tuple(
+        Path("r/checkpoints", name) for name in ("last.pt", "best.pt", "average.pt", "damaged")
+    )
+    assert run.step_file(42) == Path("r/checkpoints/step-0000042.pt")
+    assert repr(RunDir.last) == "RUN/checkpoints/last.pt" and RunDir(Path("r")) == run
+
+
 def test_out_that_is_a_file(tmp_path, train):
     (tmp_path / "taken").write_text("notes\n")
     assert one_error(*train(tmp_path / "taken")[::2]) == (
