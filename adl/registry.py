@@ -296,7 +296,7 @@ def _with_summary(doc: str, summary: str, dropped: set[str]) -> str:
     out = inspect.cleandoc(summary).splitlines()
     skipping = False
     for line in lines[end:]:
-        entry = re.match(r"^\s{4}(\*?\w+):", line)
+        entry = _ARG.match(line)
         if entry:
             skipping = entry.group(1).lstrip("*") in dropped
         elif not line.startswith(" " * 8):
@@ -357,6 +357,7 @@ def spec_of(
 
 
 _SECTION = re.compile(r"^(Args|Size):\s*(.*)$")
+_ARG = re.compile(r"^\s{4}(\*?\w+):\s*(.*)$")  # an entry of Args: (its continuation: 8 spaces)
 
 
 def _parse_docstring(doc: str) -> tuple[str, str, dict[str, str]]:
@@ -384,7 +385,7 @@ def _parse_docstring(doc: str) -> tuple[str, str, dict[str, str]]:
             else:
                 section = "body"
         elif section == "args":
-            am = re.match(r"^\s{4}(\*?\w+):\s*(.*)$", line)
+            am = _ARG.match(line)
             if am:
                 current = am.group(1).lstrip("*")
                 args[current] = am.group(2).strip()
