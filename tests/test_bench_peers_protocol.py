@@ -238,6 +238,9 @@ def test_the_recipe_search_grid_and_choice(tmp_path):
         "system": system,
         "settings": cell,
         "selection": {"value": value},
+        "seed": 1,
+        "updates": 500,
+        "tokens": 600_000,
     }
     results = [
         run("adl", cells[0], 10.0),
@@ -259,6 +262,7 @@ def test_the_recipe_search_grid_and_choice(tmp_path):
     assert json.loads(path.read_text())["corpus"] == "bible"
     md = "\n".join(tune.markdown(chosen, {"adl": "ADL"}, "bleu"))
     assert "| dropout=0,lr=0.001 | 11.00 ± 1.41 **(chosen)** | – |" in md
+    assert "| dropout=0,lr=0.001 | 1: 500, 1,200; 1: 500, 1,200 | – |" in md  # per run
 
 
 def test_the_clock_starts_at_the_first_update(tmp_path, monkeypatch):

@@ -50,18 +50,28 @@ def cell_name(cell: dict[str, float]) -> str:
 
 def choose(results: list[dict], grid: dict[str, list[float]]) -> dict[str, dict]:
     """system -> {"settings": best cell, "score": its mean, "cells": every cell's scores}."""
-    scores: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    runs: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
         if not r.get("failed"):
-            scores[r["system"]][cell_name(r["settings"])].append(r["selection"]["value"])
+            runs[r["system"]][cell_name(r["settings"])].append(r)
     chosen = {}
-    for system, found in scores.items():
+    for system, found in runs.items():
         table: list[dict[str, Any]] = []
         for cell in cells(grid):
-            values = found.get(cell_name(cell))
-            if values:
+            done = found.get(cell_name(cell))
+            if done:
+                values = [r["selection"]["value"] for r in done]
                 s = spread(values)
-                table.append({"settings": cell, "scores": values, "mean": s.mean, "std": s.std})
+                facts = [{k: r.get(k) for k in ("seed", "updates", "tokens")} for r in done]
+                table.append(
+                    {
+                        "settings": cell,
+                        "scores": values,
+                        "mean": s.mean,
+                        "std": s.std,
+                        "runs": facts,
+                    }
+                )
         best = max(table, key=lambda c: c["mean"])  # max keeps the first of equals
         chosen[system] = {"settings": best["settings"], "score": best["mean"], "cells": table}
     return chosen
@@ -101,4 +111,23 @@ def markdown(chosen: dict[str, dict], labels: dict[str, str], metric: str) -> li
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     lines.append(f"validation {metric} of each run's chosen model (greedy, the validation sample)")
+    lines += [
+        "",
+        "Updates and target tokens per update of each run (seed: updates, tokens/update):",
+    ]
+    lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name in names:
+        row = [name]
+        for s in systems:
+            found = [c for c in chosen[s]["cells"] if cell_name(c["settings"]) == name]
+            facts = found[0].get("runs", []) if found else []
+            row.append(
+                "; ".join(
+                    f"{f['seed']}: {f['updates']:,}, {f['tokens'] / f['updates']:,.0f}"
+                    for f in facts
+                    if f.get("updates")
+                )
+                or "–"
+            )
+        lines.append("| " + " | ".join(row) + " |")
     return lines
