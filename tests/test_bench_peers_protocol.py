@@ -3,6 +3,7 @@
 test and its tie rule, the recipe search, the report, the launchers' clock and length rule."""
 
 import json
+import os
 import sys
 import types
 
@@ -431,6 +432,8 @@ def test_the_tables():
         "| 20.50 / 45.25 | 0.900 / 0.950 | 2 (lines 5, 10); training: stopped after 1800 s |"
     )
     assert lines[3].endswith("| failed: exit 1 |") and lines[3].count("|") == lines[2].count("|")
+    measured = {**run, "seconds": {"train": 950.0}, "cpu_seconds": {"train": 836.0}}
+    assert "| 900 s (88 % CPU) |" in table.runs_table([measured], {}, [4])[2]
     spreads = {"adl": {"bleu-4": stats.spread([20.0, 22.0]), "chrf-4": stats.spread([40.0, 44.0])}}
     summary = table.summary_table(spreads, {"adl": "ADL"}, [4])
     assert summary[2] == "| ADL | 2 | 21.00 ± 1.41 | 42.00 ± 2.83 |"
@@ -440,3 +443,25 @@ def test_the_tables():
         "| Sockeye | beam 4 | 1, 2 | 21.00 / 20.00 | 0.2000 | tie "
         "| 42.00 / 43.00 | 0.0100 | peer ahead |"
     )
+
+
+@pytest.mark.skipif(not os.path.isfile("/proc/self/stat"), reason="reads Linux's /proc")
+def test_a_steps_cpu_time_counts_its_workers(tmp_path):
+    from peerlib.base import Step
+
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.8: pass\n"
+    worker = f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', {spin!r}])\n"
+    worker += "import time\ntime.sleep(4)\n"  # idle itself while its child spins
+    cpu: dict = {}
+    _, error = runs.run_step(
+        Step("work", [sys.executable, "-c", worker]), tmp_path / "w.log", 1, cpu
+    )
+    assert error == ""
+    _, error = runs.run_step(
+        Step("idle", [sys.executable, "-c", "import time; time.sleep(1.5)"]),
+        tmp_path / "i.log",
+        1,
+        cpu,
+    )
+    assert error == ""
+    assert cpu["work"] >= 0.5 > cpu["idle"]  # the child's 0.8 s of CPU, read while it lived

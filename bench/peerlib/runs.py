@@ -51,8 +51,30 @@ class Job:
         return json.loads((self.out / RESULT).read_text(encoding="utf-8"))
 
 
-def run_step(step: Step, log: Path, threads: int) -> tuple[float, str]:
-    """Run one command (logged); returns (seconds, error or '')."""
+TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def session_cpu_seconds(session: int) -> float | None:
+    """CPU seconds (user + system, with reaped children) of the live processes of a session:
+    a step's command and its workers (Linux /proc; None elsewhere)."""
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").is_file():
+        return None
+    ticks = 0
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:  # ended while read
+            continue
+        if int(fields[3]) == session:  # fields after the name: state, ppid, pgrp, session, ...
+            ticks += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+    return ticks / TICK
+
+
+def run_step(step: Step, log: Path, threads: int, cpu: dict | None = None) -> tuple[float, str]:
+    """Run one command (logged); returns (seconds, error or ''). ``cpu``, when given, gets
+    ``cpu[step.name]``: the CPU seconds its processes used (last read a second before the
+    end), to tell a run that had its core from one that shared it."""
     env = {**os.environ, **step.env}
     env.update({k: str(threads) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")})
     env["PYTHONUNBUFFERED"] = "1"
@@ -64,16 +86,23 @@ def run_step(step: Step, log: Path, threads: int) -> tuple[float, str]:
         proc = subprocess.Popen(
             step.argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
-        try:
-            code = proc.wait(timeout=step.timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGTERM)
+        deadline = started + step.timeout if step.timeout else None
+        while True:
             try:
-                proc.wait(timeout=60)
+                code = proc.wait(timeout=1.0)
+                break
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            return time.monotonic() - started, f"stopped after {step.timeout:.0f} s"
+                used = session_cpu_seconds(proc.pid)
+                if cpu is not None and used is not None:
+                    cpu[step.name] = round(used, 1)
+            if deadline is not None and time.monotonic() > deadline:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                return time.monotonic() - started, f"stopped after {step.timeout:.0f} s"
     took = time.monotonic() - started
     return took, "" if code == 0 else f"exit {code} (see {log})"
 
@@ -93,10 +122,12 @@ def execute(job: Job, threads: int, beside: list[str]) -> dict:
         "settings": job.settings,
         "recipe": s.recipe.to_dict(),
         "seconds": {},
+        "cpu_seconds": {},
     }
 
     def run(step: Step) -> str:
-        seconds, error = run_step(step, job.out / "logs" / f"{step.name}.log", threads)
+        log = job.out / "logs" / f"{step.name}.log"
+        seconds, error = run_step(step, log, threads, record["cpu_seconds"])
         record["seconds"][step.name] = round(seconds, 1)
         return error
 

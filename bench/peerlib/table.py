@@ -59,6 +59,13 @@ def _secs(s: float | None) -> str:
     return "–" if s is None else f"{s:,.0f} s"
 
 
+def _training(r: dict) -> str:
+    """The clock, and the share of a core the training process had over its whole step."""
+    cpu, wall = r.get("cpu_seconds", {}).get("train"), r.get("seconds", {}).get("train")
+    share = f" ({100 * cpu / wall:.0f} % CPU)" if cpu is not None and wall else ""
+    return _secs(r["train_seconds"]) + share
+
+
 def runs_table(results: Sequence[dict], labels: dict[str, str], beams: Sequence[int]) -> list[str]:
     """One line per run (a result of ``runs.execute``, or a failure)."""
     head = ["system", "seed", "beside", "updates", "target tokens", "training", "tested"]
@@ -73,7 +80,7 @@ def runs_table(results: Sequence[dict], labels: dict[str, str], beams: Sequence[
             lines.append("| " + " | ".join(cells) + " |")
             continue
         cells += [", ".join(r.get("beside") or []) or "alone", _int(r["updates"])]
-        cells += [_int(r["tokens"]), _secs(r["train_seconds"]), r["selection"]["chosen"]]
+        cells += [_int(r["tokens"]), _training(r), r["selection"]["chosen"]]
         left: set[int] = set()
         for k in beams:
             s = r["scores"].get(str(k))
