@@ -16,6 +16,7 @@ from adl.runtime.errors import UserError
 from adl.runtime.model import averaging
 from adl.runtime.model import checkpoint as ckpt
 from adl.runtime.training import distributed
+from adl.runtime.training import optimizer as optimizer_mod
 from adl.runtime.training.state import TrainerState
 
 
@@ -34,7 +35,7 @@ def set_rng_state(trainer: TrainerState, state: dict[str, Any]) -> None:
 
 
 def restore(trainer: TrainerState, state: dict[str, Any]) -> None:
-    trainer.optimizer.load_state_dict(state["optimizer"])
+    optimizer_mod.load_state(trainer.optimizer, state["optimizer"])
     trainer.schedule.load_state_dict(state["schedule"])
     trainer.stream.load_state_dict(state["data"])
     tr = state["trainer"]

@@ -28,6 +28,7 @@ from adl.runtime.model import checkpoint as ckpt
 from adl.runtime.model.build import build_model, check_model, position_limits
 from adl.runtime.rundir import held_for_me
 from adl.runtime.training import distributed, policy
+from adl.runtime.training import optimizer as optimizer_mod
 from adl.runtime.training.schedule import Schedule
 from adl.runtime.training.state import TrainerState
 from adl.runtime.training.validate import signatures
@@ -355,15 +356,7 @@ def init_model(trainer: TrainerState, path: Path, source: dict[str, Any]):
 
 
 def optimizer(trainer: TrainerState) -> torch.optim.Optimizer:
-    o = trainer.cfg.optim
-    kind = torch.optim.AdamW if o.optimizer == "adamw" else torch.optim.Adam
-    return kind(
-        trainer.model.parameters(),
-        lr=o.lr,
-        betas=tuple(o.betas),
-        eps=o.eps,
-        weight_decay=o.weight_decay,
-    )
+    return optimizer_mod.make(trainer.model.parameters(), trainer.cfg.optim)
 
 
 def describe(trainer: TrainerState) -> None:
