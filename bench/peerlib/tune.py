@@ -90,44 +90,40 @@ def read(path: Path) -> dict[str, dict[str, float]]:
 
 
 def markdown(chosen: dict[str, dict], labels: dict[str, str], metric: str) -> list[str]:
-    """One line per cell, one column per system: mean ± std of the validation score."""
-    systems = list(chosen)
-    head = ["cell", *(labels.get(s, s) for s in systems)]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    names = list(
-        dict.fromkeys(cell_name(c["settings"]) for s in systems for c in chosen[s]["cells"])
-    )
-    for name in names:
-        row = [name]
-        for s in systems:
-            found = [c for c in chosen[s]["cells"] if cell_name(c["settings"]) == name]
-            if not found:
-                row.append("–")
-                continue
-            c = found[0]
-            text = f"{c['mean']:.2f}" + (f" ± {c['std']:.2f}" if c["std"] is not None else "")
-            mark = " **(chosen)**" if c["settings"] == chosen[s]["settings"] else ""
-            row.append(text + mark)
-        lines.append("| " + " | ".join(row) + " |")
-    lines.append("")
-    lines.append(f"validation {metric} of each run's chosen model (greedy, the validation sample)")
+    """One line per cell, one column per system: mean ± std of the validation score; then
+    the same grid with each run's updates and target tokens per update."""
+
+    def score(c: dict, system: str) -> str:
+        text = f"{c['mean']:.2f}" + (f" ± {c['std']:.2f}" if c["std"] is not None else "")
+        return text + (" **(chosen)**" if c["settings"] == chosen[system]["settings"] else "")
+
+    def runs(c: dict, system: str) -> str:
+        facts = [f for f in c.get("runs", []) if f.get("updates")]
+        text = "; ".join(
+            f"{f['seed']}: {f['updates']:,}, {f['tokens'] / f['updates']:,.0f}" for f in facts
+        )
+        return text or "–"
+
+    lines = _grid(chosen, labels, score)
+    lines += ["", f"validation {metric} of each run's chosen model (greedy, the validation sample)"]
     lines += [
         "",
         "Updates and target tokens per update of each run (seed: updates, tokens/update):",
     ]
-    lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return lines + ["", *_grid(chosen, labels, runs)]
+
+
+def _grid(chosen: dict[str, dict], labels: dict[str, str], text) -> list[str]:
+    """A Markdown table: a line per cell of the grid, a column per system, ``text(cell,
+    system)`` in each (a dash where the system has no run of the cell)."""
+    systems = list(chosen)
+    head = ["cell", *(labels.get(s, s) for s in systems)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    names = dict.fromkeys(cell_name(c["settings"]) for s in systems for c in chosen[s]["cells"])
     for name in names:
         row = [name]
         for s in systems:
             found = [c for c in chosen[s]["cells"] if cell_name(c["settings"]) == name]
-            facts = found[0].get("runs", []) if found else []
-            row.append(
-                "; ".join(
-                    f"{f['seed']}: {f['updates']:,}, {f['tokens'] / f['updates']:,.0f}"
-                    for f in facts
-                    if f.get("updates")
-                )
-                or "–"
-            )
+            row.append(text(found[0], s) if found else "–")
         lines.append("| " + " | ".join(row) + " |")
     return lines
