@@ -91,3 +91,27 @@ def test_the_gnu_corpus_is_listed_with_pinned_packages():
     corpus = corpora.CORPORA["gnu-en-fr"]
     assert corpus.registry == "debian"
     assert all("==" in p for p in corpus.packages)
+
+
+def test_wesnoth_context_prefixes_are_cut_before_pairing(tmp_path):
+    fr = "./usr/share/games/wesnoth/1.16/locale/fr/LC_MESSAGES"
+    catalog = mo_file(
+        {
+            "": "Content-Type: text/plain; charset=UTF-8\n",
+            "female^aged": "âgée",
+            "time of day^None": "Aucun",
+            "aged": "âgé",  # the same text as a cut message: kept once (the catalog's first)
+            "Use ^Uf for mushrooms": "Utilisez ^Uf pour les champignons",  # not a prefix
+            "I do have a suggestion.": "Moi, j'ai bien une suggestion.",
+        }
+    )
+    (tmp_path / "w.deb").write_bytes(deb_file({f"{fr}/wesnoth-lib.mo": catalog}))
+    pairs = corpora.CORPORA["wesnoth-en-fr"].read([tmp_path / "w.deb"])
+    assert sorted((src, tgt) for _, src, tgt in pairs) == [
+        ("I do have a suggestion.", "Moi, j'ai bien une suggestion."),
+        ("None", "Aucun"),
+        ("Use ^Uf for mushrooms", "Utilisez ^Uf pour les champignons"),
+        ("aged", "âgé"),
+    ]
+    plain = corpora.read_gettext([tmp_path / "w.deb"])  # the GNU catalogs keep carets
+    assert ("female^aged", "âgée") in [(src, tgt) for _, src, tgt in plain]
