@@ -260,9 +260,12 @@ def fetch_one(registry: str, package: str, cache: Path) -> Path:
         name, version = package.split("==")
         pattern = f"{name.replace('-', '_')}-{version}*"
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", package, "-d", str(cache)]
-    found = lambda: next(cache.glob(pattern), cache / pattern)  # noqa: E731
-    if found().is_file():
-        return found()
+
+    def found() -> Path:  # the archive, looked up before and after the download
+        return next(cache.glob(pattern), cache / pattern)
+
+    if (archive := found()).is_file():
+        return archive
     if shutil.which(cmd[0]) is None:
         raise SystemExit(f"{package} comes from {registry}: {MISSING_CLIENT[registry]}")
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=cache)
