@@ -92,8 +92,8 @@ def run_step(step: Step, log: Path, threads: int, cpu: dict | None = None) -> tu
                 code = proc.wait(timeout=1.0)
                 break
             except subprocess.TimeoutExpired:
-                used = session_cpu_seconds(proc.pid)
-                if cpu is not None and used is not None:
+                # a scan of /proc a second, only when the caller keeps the figure
+                if cpu is not None and (used := session_cpu_seconds(proc.pid)) is not None:
                     cpu[step.name] = round(used, 1)
             if deadline is not None and time.monotonic() > deadline:
                 os.killpg(proc.pid, signal.SIGTERM)
