@@ -165,7 +165,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--minutes", type=float, default=15.0, help="training minutes per run")
     p.add_argument("--peers", default="sockeye,fairseq", help="sockeye, fairseq, torch")
     p.add_argument("--seeds", type=int, default=1, help="runs per system (seeds 1..N)")
-    p.add_argument("--recipes", type=Path, help="the recipes file of a --tune run")
+    p.add_argument(
+        "--recipes",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the recipes file of a --tune run; repeated, the searches of several tuning "
+        "corpora pooled (each system keeps its best mean over the corpora)",
+    )
     p.add_argument("--tune", action="store_true", help="run the recipe search on this corpus")
     p.add_argument(
         "--grid",
@@ -218,7 +226,10 @@ def main(argv: list[str] | None = None) -> int:
         [str(ROOT / f) for f in recipe_mod.ARCH], preset=args.preset, sets=sets
     )
     base = recipe_mod.from_config(config, args.preset, sets)
-    chosen = tune.read(args.recipes) if args.recipes else {}
+    try:
+        chosen = tune.read(*args.recipes) if args.recipes else {}
+    except (OSError, ValueError, KeyError) as exc:
+        p.error(f"--recipes: {exc}")
     beams = [1, args.beam] if args.beam > 1 else [1]
     seeds = [base.seed + i for i in range(args.seeds)]
     settings = {
@@ -250,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
         if name in venvs.RECIPES:
             venv[name] = args.cache / name if args.dry_run else venvs.ensure(name, args.cache)
     f = Factory(base, chosen, data, device, venv)
+    if len(args.recipes) > 1:
+        labels = {n: systems.SYSTEMS[n].label for n in ["adl", *peers]}
+        print(f"recipes pooled over {len(args.recipes)} searches (per-corpus means → mean):")
+        print("\n".join(tune.pooled_markdown(tune.pool(*args.recipes), labels)))
     for name in ["adl", *peers] if chosen else []:
         found = tune.cell_name(chosen[name]) if name in chosen else "the preset's (not searched)"
         print(f"  {systems.SYSTEMS[name].label}: {found}")

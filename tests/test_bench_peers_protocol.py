@@ -266,6 +266,41 @@ def test_the_recipe_search_grid_and_choice(tmp_path):
     assert "| dropout=0,lr=0.001 | 1: 500, 1,200; 1: 500, 1,200 | – |" in md  # per run
 
 
+def test_recipe_searches_of_two_corpora_pool_by_the_mean_of_their_means(tmp_path):
+    grid = {"max_tokens": [1000.0, 2000.0]}
+    small, large = tune.cells(grid)
+    run = lambda system, cell, seed, value: {
+        "system": system,
+        "settings": cell,
+        "selection": {"value": value},
+        "seed": seed,
+    }
+    # corpus A: ADL 2,000 leads by 0.5 (means 10 and 10.5); corpus B: 1,000 leads by 2
+    a = [run("adl", small, 1, 9.0), run("adl", small, 2, 11.0), run("adl", large, 1, 10.5)]
+    a += [run("sockeye", small, 1, 7.0), run("sockeye", large, 1, 6.0)]
+    b = [run("adl", small, 1, 22.0), run("adl", large, 1, 20.0), run("adl", large, 2, 20.0)]
+    about = {"grid": grid, "metric": "bleu"}
+    tune.write(tmp_path / "a.json", tune.choose(a, grid), {**about, "corpus": "A"})
+    tune.write(tmp_path / "b.json", tune.choose(b, grid), {**about, "corpus": "B"})
+    assert tune.read(tmp_path / "a.json") == {"adl": large, "sockeye": small}
+    pooled = tune.pool(tmp_path / "a.json", tmp_path / "b.json")
+    # ADL: 1,000 -> (10 + 22) / 2 = 16, 2,000 -> (10.5 + 20) / 2 = 15.25; each corpus once
+    assert pooled["adl"]["settings"] == small and pooled["adl"]["score"] == 16.0
+    assert [c["mean"] for c in pooled["adl"]["cells"]] == [16.0, 15.25]
+    assert pooled["adl"]["cells"][1]["by_corpus"] == [
+        {"corpus": "A", "mean": 10.5},
+        {"corpus": "B", "mean": 20.0},
+    ]
+    assert pooled["sockeye"]["settings"] == small  # searched on A only
+    assert tune.read(tmp_path / "a.json", tmp_path / "b.json") == {"adl": small, "sockeye": small}
+    md = "\n".join(tune.pooled_markdown(pooled, {"adl": "ADL"}))
+    assert "| max_tokens=1000 | **10.00, 22.00 → 16.00** | **7.00 → 7.00** |" in md
+    assert "| max_tokens=2000 | 10.50, 20.00 → 15.25 | 6.00 → 6.00 |" in md
+    tune.write(tmp_path / "c.json", tune.choose(b, grid), {**about, "metric": "chrf"})
+    with pytest.raises(ValueError, match="metric"):
+        tune.pool(tmp_path / "a.json", tmp_path / "c.json")
+
+
 def test_the_clock_starts_at_the_first_update(tmp_path, monkeypatch):
     import peerclock
 

@@ -83,10 +83,46 @@ def write(path: Path, chosen: dict[str, dict], about: dict) -> None:
     Path(path).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
-def read(path: Path) -> dict[str, dict[str, float]]:
-    """system -> its chosen settings, from a recipes file."""
-    record = json.loads(Path(path).read_text(encoding="utf-8"))
-    return {name: dict(found["settings"]) for name, found in record["systems"].items()}
+def read(*paths: Path) -> dict[str, dict[str, float]]:
+    """system -> its chosen settings, from one recipes file or pooled over several."""
+    return {name: dict(found["settings"]) for name, found in pool(*paths).items()}
+
+
+def pool(*paths: Path) -> dict[str, dict]:
+    """system -> {"settings", "score", "cells"} over the searches of several tuning corpora:
+    each cell's score is the mean over the corpora of its mean there (each corpus counts
+    once, whatever its seeds), and each system keeps its highest (the first in grid order
+    on a tie); a cell holds its per-corpus means under "by_corpus". The searches must share
+    their grid and metric; a system is pooled over the corpora that searched it. With one
+    file, the choice is that file's."""
+    records = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+    if not records:
+        raise ValueError("no recipes file")
+    first = records[0]
+    for path, r in zip(paths[1:], records[1:]):
+        for key in ("grid", "metric"):
+            if r.get(key) != first.get(key):
+                raise ValueError(
+                    f"{path}: its {key} {r.get(key)!r} is not {paths[0]}'s {first.get(key)!r}: "
+                    "pool searches of one grid and metric"
+                )
+    pooled: dict[str, dict] = {}
+    systems = dict.fromkeys(name for r in records for name in r["systems"])
+    for system in systems:
+        by_cell: dict[str, dict[str, Any]] = {}
+        for path, r in zip(paths, records):
+            for c in r["systems"].get(system, {}).get("cells", []):
+                cell = by_cell.setdefault(cell_name(c["settings"]), {"settings": c["settings"]})
+                cell.setdefault("by_corpus", []).append(
+                    {"corpus": r.get("corpus", str(path)), "mean": c["mean"]}
+                )
+        table = [
+            {**c, "mean": sum(x["mean"] for x in c["by_corpus"]) / len(c["by_corpus"])}
+            for c in by_cell.values()
+        ]
+        best = max(table, key=lambda c: c["mean"])  # max keeps the first of equals
+        pooled[system] = {"settings": best["settings"], "score": best["mean"], "cells": table}
+    return pooled
 
 
 def markdown(chosen: dict[str, dict], labels: dict[str, str], metric: str) -> list[str]:
@@ -111,6 +147,18 @@ def markdown(chosen: dict[str, dict], labels: dict[str, str], metric: str) -> li
         "Updates and target tokens per update of each run (seed: updates, tokens/update):",
     ]
     return lines + ["", *_grid(chosen, labels, runs)]
+
+
+def pooled_markdown(pooled: dict[str, dict], labels: dict[str, str]) -> list[str]:
+    """:func:`pool`'s table: a line per cell, a column per system, the per-corpus means and
+    (after the arrow) their mean, the kept cell in bold."""
+
+    def score(c: dict, system: str) -> str:
+        parts = ", ".join(f"{x['mean']:.2f}" for x in c["by_corpus"])
+        text = f"{parts} → {c['mean']:.2f}"
+        return f"**{text}**" if c["settings"] == pooled[system]["settings"] else text
+
+    return _grid(pooled, labels, score)
 
 
 def _grid(chosen: dict[str, dict], labels: dict[str, str], text) -> list[str]:
