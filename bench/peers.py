@@ -78,6 +78,12 @@ def bible_corpus(cache: Path) -> Path:
     return out
 
 
+def shown(path: Path) -> str:
+    """``path`` as a results file records it: relative to the repository when inside it."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
+
+
 class Factory:
     """Systems for jobs: each with its recipe (the search's choice, the seed) and python."""
 
@@ -293,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tune:
         found = tune.choose(results, grid)
         about = {
-            "corpus": str(corpus),
+            "corpus": shown(corpus),
             "minutes": args.minutes,
             "seeds": seeds,
             "grid": grid,
