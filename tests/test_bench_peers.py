@@ -52,7 +52,7 @@ def make(name, recipe, data, device="cpu"):
 
 def test_the_recipe_is_the_small_cpu_presets(recipe):
     assert (recipe.d_model, recipe.layers, recipe.ffn, recipe.heads) == (256, 2, 1024, 4)
-    assert (recipe.vocab, recipe.max_tokens, recipe.dropout) == (2000, 2000, 0.0)
+    assert (recipe.vocab, recipe.max_tokens, recipe.dropout) == (2000, 1000, 0.0)
     assert (recipe.lr, recipe.warmup, recipe.betas) == (2e-3, 300, (0.9, 0.98))
     assert (recipe.label_smoothing, recipe.clip_norm, recipe.max_len) == (0.1, 1.0, 256)
     assert (recipe.valid_every, recipe.best_metric, recipe.average_last) == (200, "bleu", 4)
@@ -122,7 +122,7 @@ def test_sockeye_validates_cheaply_and_keeps_its_checkpoints(recipe, data):
 
 def test_sockeye_batches_are_not_rounded_to_multiples_of_8(recipe, data):
     argv = make("sockeye", recipe, data).train(15).argv
-    assert value(argv, "--batch-type") == "word" and value(argv, "--batch-size") == "2000"
+    assert value(argv, "--batch-type") == "word" and value(argv, "--batch-size") == "1000"
     assert value(argv, "--batch-sentences-multiple-of") == "1"
 
 
@@ -155,7 +155,7 @@ def test_fairseq_command_lines(recipe, data):
 
 def test_fairseq_fills_its_batches_and_loads_data_beside_training(recipe, data):
     argv = make("fairseq", recipe, data).train(15).argv
-    assert value(argv, "--max-tokens") == "2000"
+    assert value(argv, "--max-tokens") == "1000"
     assert value(argv, "--required-batch-size-multiple") == "1"
     assert value(argv, "--num-workers") == "1"
 
@@ -361,6 +361,7 @@ def test_small_cpu_differs_from_demo_only_where_it_says():
     assert changed == {
         "data.max_len",
         "data.valid_max",
+        "train.max_tokens",
         "train.max_steps",
         "train.max_minutes",
         "train.keep_last",
@@ -368,6 +369,7 @@ def test_small_cpu_differs_from_demo_only_where_it_says():
     }
     assert (small["data"]["max_len"], small["data"]["valid_max"]) == (256, 500)
     assert (small["train"]["keep_last"], small["train"]["average_last"]) == (4, 4)
+    assert (demo["train"]["max_tokens"], small["train"]["max_tokens"]) == (2000, 1000)
 
 
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor")  # torch, for norm_first
