@@ -210,6 +210,15 @@ def test_every_system_has_the_same_length_limits(recipe, data):
     train = make("fairseq", recipe, data).train(15).argv
     assert value(train, "--max-source-positions") == "301"
     assert value(train, "--max-target-positions") == "462"
+    assert value(fairseq, "--max-source-positions") == "301"  # generate: the same numbers
+    assert value(fairseq, "--max-target-positions") == "462"
+    # a reference longer than any output allowed: fairseq-generate reads it with its input
+    # and would stop at it, so its positions cover the reference too (the others' do not)
+    data.longest_target = 600
+    f = make("fairseq", recipe, data)
+    for argv in (f.train(15).argv, f.translate("c.pt", 1, "test", out).argv):
+        assert value(argv, "--max-target-positions") == "601"
+    assert value(make("sockeye", recipe, data).train(15).argv, "--max-seq-len") == "300:461"
 
 
 def test_adl_and_torch_command_lines(recipe, data):
@@ -315,6 +324,9 @@ def test_the_validation_sample_is_adls(tmp_path, recipe, spm_model):
     assert data.counts["sample"] == 10 and data.counts["valid"] == 30
     assert data.longest_source == max(
         len(x.split()) for x in data.pieces["valid"][0].read_text().splitlines()
+    )
+    assert data.longest_target == max(
+        len(x.split()) for x in data.pieces["valid"][1].read_text().splitlines()
     )
     assert data.pieces["sample"][0].is_file()
 

@@ -30,6 +30,7 @@ class Data:
     pieces: dict[str, tuple[Path, Path]]  # split -> sentencepiece pieces (train filtered)
     counts: dict[str, float] = field(default_factory=dict)  # pairs per split, train dropped
     longest_source: int = 0  # pieces of the longest validation or test source
+    longest_target: int = 0  # pieces of the longest validation or test reference
 
     def positions(self, recipe: Recipe) -> tuple[int, int]:
         """The source and target lengths every peer is built for: no validation or test

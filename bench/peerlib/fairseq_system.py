@@ -41,7 +41,7 @@ class Fairseq(System):
         return [Step("prepare", argv)]
 
     def train(self, minutes: float) -> Step:
-        r, d = self.recipe, self.data
+        r = self.recipe
         argv = [self.python, str(LAUNCH / "fairseq_train.py"), "--peer-stats"]
         argv += [str(self.stats_file), str(self.bin), "--task", "translation"]
         argv += ["--source-lang", "src", "--target-lang", "tgt", "--arch", "transformer"]
@@ -67,9 +67,7 @@ class Fairseq(System):
         argv += ["--num-workers", "1"]
         # every validation and test input fits the positions (configs.py
         # --max-source-positions/--max-target-positions count eos; default 1024)
-        source, target = d.positions(r)
-        argv += ["--max-source-positions", str(source + 1)]
-        argv += ["--max-target-positions", str(target + 1)]
+        argv += self.positions()
         # validation as fairseq's default, the validation loss, every valid_every updates;
         # no --eval-bleu (translation.md's recipe decodes the whole validation set with a
         # beam of 5 at every validation): the BLEU of every checkpoint is measured after
@@ -92,12 +90,30 @@ class Fairseq(System):
             argv += ["--cpu"]
         return Step("train", argv)
 
+    def positions(self) -> list[str]:
+        """``--max-source/target-positions`` (configs.py, with eos; default 1024): every
+        validation and test input and its longest output (``Data.positions``), and on the
+        target side every reference too, which fairseq-generate reads with its input. The
+        sinusoidal positions have no weights, so the numbers cost training nothing."""
+        source, target = self.data.positions(self.recipe)
+        target = max(target, self.data.longest_target)
+        return [
+            "--max-source-positions",
+            str(source + 1),
+            "--max-target-positions",
+            str(target + 1),
+        ]
+
     def translate(self, model: str, beam: int, split: str, output: Path) -> Step:
         r = self.recipe
         argv = [self._tool("generate"), str(self.bin), "--gen-subset", SUBSET[split]]
         argv += ["--source-lang", "src", "--target-lang", "tgt"]
         argv += ["--path", str(self.checkpoints / model)]
         argv += ["--beam", str(beam), "--nbest", "1", "--max-tokens", "4096"]
+        # fairseq-generate drops no test line for its reference's length: it fails on a pair
+        # longer than the task's or the model's positions (fairseq_task.py
+        # filter_indices_by_size; the task's default 1024), so both take the training's
+        argv += self.positions()
         # at most len_a x source + len_b pieces (configs.py --max-len-a/--max-len-b, default
         # 0 and 200: at most 200 pieces). fairseq applies it per batch, to the batch's
         # longest source with eos (generator: src_tokens.size(1)), so len_b less the whole

@@ -112,7 +112,7 @@ def prepare(
 
     pieces: dict[str, tuple[Path, Path]] = {}
     counts: dict[str, float] = {}
-    longest = 0
+    longest = longest_ref = 0
     for split in (*SPLITS, "sample"):
         s, t = (sp.encode(read_lines(path), out_type=str) for path in raw[split])
         if split == "train":
@@ -128,6 +128,7 @@ def prepare(
             s, t = [a for a, _ in pairs], [b for _, b in pairs]
         elif split != "sample":  # what the recipe cannot have trained for, what searches cut
             longest = max([longest, *(len(a) for a in s)])
+            longest_ref = max([longest_ref, *(len(b) for b in t)])
             over = sum(max(len(a), len(b)) > recipe.max_len for a, b in zip(s, t))
             counts[f"{split}_over_max_len"] = over if recipe.max_len else 0
             counts[f"{split}_over_output_limit"] = sum(
@@ -137,4 +138,4 @@ def prepare(
         pieces[split] = (piece_dir / f"{split}.src", piece_dir / f"{split}.tgt")
         for path, seqs in zip(pieces[split], (s, t)):
             write_lines(path, [" ".join(x) for x in seqs])
-    return Data(out, model, raw, pieces, counts, longest)
+    return Data(out, model, raw, pieces, counts, longest, longest_ref)
