@@ -268,9 +268,10 @@ def main(argv: list[str] | None = None) -> int:
             venv[name] = args.cache / name if args.dry_run else venvs.ensure(name, args.cache)
     f = Factory(base, chosen, data, device, venv)
     if len(args.recipes) > 1:
-        labels = {n: systems.SYSTEMS[n].label for n in ["adl", *peers]}
+        pooled = tune.pool(*args.recipes)
+        labels = {n: systems.SYSTEMS[n].label for n in pooled if n in systems.SYSTEMS}
         print(f"recipes pooled over {len(args.recipes)} searches (per-corpus means → mean):")
-        print("\n".join(tune.pooled_markdown(tune.pool(*args.recipes), labels)))
+        print("\n".join(tune.pooled_markdown(pooled, labels)))
     for name in ["adl", *peers] if chosen else []:
         found = tune.cell_name(chosen[name]) if name in chosen else "the preset's (not searched)"
         print(f"  {systems.SYSTEMS[name].label}: {found}")

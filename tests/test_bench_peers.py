@@ -205,8 +205,10 @@ def test_every_system_has_the_same_length_limits(recipe, data):
     # no input is cut: the peers' models take the longest validation or test source (300
     # pieces here, over max_len 256) and its longest output
     assert data.positions(recipe) == (300, 461)
-    train = make("sockeye", recipe, data).train(15).argv
-    assert value(train, "--max-seq-len") == "300:461"
+    sockeye = make("sockeye", recipe, data)
+    assert value(sockeye.train(15).argv, "--max-seq-len") == "256:256"  # what it trains on
+    argv = sockeye.translate("params.00001", 4, "test", out).argv
+    assert value(argv, "--peer-max-seq-len") == "301:462"  # and translates for, with eos
     train = make("fairseq", recipe, data).train(15).argv
     assert value(train, "--max-source-positions") == "301"
     assert value(train, "--max-target-positions") == "462"
@@ -218,7 +220,6 @@ def test_every_system_has_the_same_length_limits(recipe, data):
     f = make("fairseq", recipe, data)
     for argv in (f.train(15).argv, f.translate("c.pt", 1, "test", out).argv):
         assert value(argv, "--max-target-positions") == "601"
-    assert value(make("sockeye", recipe, data).train(15).argv, "--max-seq-len") == "300:461"
 
 
 def test_adl_and_torch_command_lines(recipe, data):

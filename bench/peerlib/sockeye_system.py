@@ -40,12 +40,14 @@ class Sockeye(System):
         p = f"{r.dropout:g}"
         argv += ["--embed-dropout", f"{p}:{p}", "--transformer-dropout-attention", p]
         argv += ["--transformer-dropout-act", p, "--transformer-dropout-prepost", p]
-        # lengths: the pairs are ADL's (filtered once); --max-seq-len, "not counting BOS/EOS"
-        # (arguments.py), also sets the longest input translated whole: Sockeye splits a
-        # longer one (inference.py, Translator._get_inference_input), so it covers every
-        # validation and test input, as ADL's and fairseq's models do
-        source, target = d.positions(r)
-        argv += ["--max-seq-len", f"{source}:{target}"]
+        # lengths: the pairs are ADL's (filtered once), at most max_len pieces a side;
+        # --max-seq-len counts them "not counting BOS/EOS" (arguments.py). It also sets the
+        # longest input translated whole (Sockeye splits a longer one: inference.py,
+        # Translator._get_inference_input), but a word batch must cover the longest bucket
+        # (data_io.py define_bucket_batch_sizes), so training for the longest validation or
+        # test input would force a larger batch on long-input corpora: translation builds
+        # the model for them instead (launch/sockeye_translate.py --peer-max-seq-len)
+        argv += ["--max-seq-len", f"{r.max_len}:{r.max_len}"]
         # batches of about max_tokens real target words: Sockeye's default batch type
         # ("word: each batch contains approximately X target words", arguments.py
         # --batch-type, default word), without rounding the sentences to a multiple of 8
@@ -90,6 +92,10 @@ class Sockeye(System):
         argv = [self.python, str(LAUNCH / "sockeye_translate.py")]
         argv += ["--peer-len-a", f"{r.len_a:g}", "--peer-len-b", str(r.len_b)]
         argv += ["--peer-params", str(self.model / model), "--models", str(self.model)]
+        # every input whole, with room for its longest output (Data.positions), as ADL's and
+        # fairseq's models translate theirs; Sockeye's configs count eos and bos
+        source, target = self.data.positions(r)
+        argv += ["--peer-max-seq-len", f"{source + 1}:{target + 1}"]
         argv += ["--input", str(self.data.pieces[split][0]), "--output", str(output)]
         # the length penalty is Sockeye's default, score / length (--length-penalty-alpha
         # 1.0, --length-penalty-beta 0.0), as ADL's and fairseq's
