@@ -177,8 +177,7 @@ def parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="FILE",
-        help="the recipes file of a --tune run; repeated, the searches of several tuning "
-        "corpora pooled (each system keeps its best mean over the corpora)",
+        help="a --tune run's recipes file; given again, the searches are pooled",
     )
     p.add_argument("--tune", action="store_true", help="run the recipe search on this corpus")
     p.add_argument(
