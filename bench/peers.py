@@ -232,9 +232,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     base = recipe_mod.from_config(config, args.preset, sets)
     try:
-        chosen = tune.read(*args.recipes) if args.recipes else {}
+        pooled = tune.pool(*args.recipes) if args.recipes else {}
     except (OSError, ValueError, KeyError) as exc:
         p.error(f"--recipes: {exc}")
+    chosen = tune.settings(pooled)
     beams = [1, args.beam] if args.beam > 1 else [1]
     seeds = [base.seed + i for i in range(args.seeds)]
     settings = {
@@ -267,7 +268,6 @@ def main(argv: list[str] | None = None) -> int:
             venv[name] = args.cache / name if args.dry_run else venvs.ensure(name, args.cache)
     f = Factory(base, chosen, data, device, venv)
     if len(args.recipes) > 1:
-        pooled = tune.pool(*args.recipes)
         labels = {n: systems.SYSTEMS[n].label for n in pooled if n in systems.SYSTEMS}
         print(f"recipes pooled over {len(args.recipes)} searches (per-corpus means → mean):")
         print("\n".join(tune.pooled_markdown(pooled, labels)))

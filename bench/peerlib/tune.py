@@ -85,7 +85,12 @@ def write(path: Path, chosen: dict[str, dict], about: dict) -> None:
 
 def read(*paths: Path) -> dict[str, dict[str, float]]:
     """system -> its chosen settings, from one recipes file or pooled over several."""
-    return {name: dict(found["settings"]) for name, found in pool(*paths).items()}
+    return settings(pool(*paths))
+
+
+def settings(pooled: dict[str, dict]) -> dict[str, dict[str, float]]:
+    """system -> its chosen settings, from :func:`pool`'s answer."""
+    return {name: dict(found["settings"]) for name, found in pooled.items()}
 
 
 def pool(*paths: Path) -> dict[str, dict]:
