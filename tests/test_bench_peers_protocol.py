@@ -299,6 +299,9 @@ def test_recipe_searches_of_two_corpora_pool_by_the_mean_of_their_means(tmp_path
     tune.write(tmp_path / "c.json", tune.choose(b, grid), {**about, "metric": "chrf"})
     with pytest.raises(ValueError, match="metric"):
         tune.pool(tmp_path / "a.json", tmp_path / "c.json")
+    (tmp_path / "results.json").write_text('{"runs": []}')
+    with pytest.raises(ValueError, match="results.json: not the recipes file of a --tune run"):
+        tune.pool(tmp_path / "a.json", tmp_path / "results.json")
 
 
 def test_the_clock_starts_at_the_first_update(tmp_path, monkeypatch):

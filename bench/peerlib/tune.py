@@ -100,9 +100,15 @@ def pool(*paths: Path) -> dict[str, dict]:
     on a tie); a cell holds its per-corpus means under "by_corpus". The searches must share
     their grid and metric; a system is pooled over the corpora that searched it. With one
     file, the choice is that file's."""
-    records = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+    records = [_record(Path(p)) for p in paths]
     if not records:
         raise ValueError("no recipes file")
+    for path, r in zip(paths, records):
+        found = r.get("systems") if isinstance(r, dict) else None
+        if not isinstance(found, dict) or not all(
+            isinstance(x, dict) and x.get("cells") for x in found.values()
+        ):
+            raise ValueError(f"{path}: not the recipes file of a --tune run (no searched cells)")
     first = records[0]
     for path, r in zip(paths[1:], records[1:]):
         for key in ("grid", "metric"):
@@ -128,6 +134,13 @@ def pool(*paths: Path) -> dict[str, dict]:
         best = max(table, key=lambda c: c["mean"])  # max keeps the first of equals
         pooled[system] = {"settings": best["settings"], "score": best["mean"], "cells": table}
     return pooled
+
+
+def _record(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc})") from None
 
 
 def markdown(chosen: dict[str, dict], labels: dict[str, str], metric: str) -> list[str]:
