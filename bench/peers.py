@@ -154,6 +154,8 @@ def check_settings(out: Path, settings: dict) -> None:
     path = out / SETTINGS
     if path.is_file():
         before = json.loads(path.read_text(encoding="utf-8"))
+        if "corpus" in before:  # folders started before the corpus was recorded as shown
+            before["corpus"] = shown(Path(before["corpus"]))
         changed = sorted(k for k in set(before) | set(settings) if before.get(k) != settings.get(k))
         if changed:
             raise SystemExit(
@@ -239,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     beams = [1, args.beam] if args.beam > 1 else [1]
     seeds = [base.seed + i for i in range(args.seeds)]
     settings = {
-        "corpus": str(corpus.resolve()),
+        "corpus": shown(corpus),
         "preset": args.preset,
         "sets": sets,
         "minutes": args.minutes,

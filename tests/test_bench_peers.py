@@ -256,6 +256,17 @@ def test_a_benchmark_folder_continues_only_with_its_settings(tmp_path):
         peers.check_settings(tmp_path, {"minutes": 5, "peers": ["sockeye"]})
 
 
+def test_a_benchmark_records_its_corpus_as_the_repository_names_it(tmp_path):
+    inside = peers.ROOT / "data" / "corpora" / "x-en-fr"
+    assert peers.shown(inside) == "data/corpora/x-en-fr"
+    assert peers.shown(tmp_path) == str(tmp_path)  # outside the repository: as given
+    # a folder whose settings hold the absolute path (as recorded before) continues
+    (tmp_path / peers.SETTINGS).write_text(json.dumps({"corpus": str(inside)}), encoding="utf-8")
+    peers.check_settings(tmp_path, {"corpus": "data/corpora/x-en-fr"})
+    with pytest.raises(SystemExit, match="corpus"):
+        peers.check_settings(tmp_path, {"corpus": "data/corpora/y-en-fr"})
+
+
 def test_the_length_filter_is_adls(tmp_path):
     import random
 
