@@ -259,7 +259,7 @@ def test_the_recipe_search_grid_and_choice(tmp_path):
     assert [c["settings"] for c in chosen["sockeye"]["cells"]] == [cells[3], cells[4]]
     path = tmp_path / "recipes.json"
     tune.write(path, chosen, {"corpus": "bible"})
-    assert tune.read(path) == {"adl": cells[0], "sockeye": cells[4]}
+    assert tune.settings(tune.pool(path)) == {"adl": cells[0], "sockeye": cells[4]}
     assert json.loads(path.read_text())["corpus"] == "bible"
     md = "\n".join(tune.markdown(chosen, {"adl": "ADL"}, "bleu"))
     assert "| dropout=0,lr=0.001 | 11.00 ± 1.41 **(chosen)** | – |" in md
@@ -282,7 +282,7 @@ def test_recipe_searches_of_two_corpora_pool_by_the_mean_of_their_means(tmp_path
     about = {"grid": grid, "metric": "bleu"}
     tune.write(tmp_path / "a.json", tune.choose(a, grid), {**about, "corpus": "A"})
     tune.write(tmp_path / "b.json", tune.choose(b, grid), {**about, "corpus": "B"})
-    assert tune.read(tmp_path / "a.json") == {"adl": large, "sockeye": small}
+    assert tune.settings(tune.pool(tmp_path / "a.json")) == {"adl": large, "sockeye": small}
     pooled = tune.pool(tmp_path / "a.json", tmp_path / "b.json")
     # ADL: 1,000 -> (10 + 22) / 2 = 16, 2,000 -> (10.5 + 20) / 2 = 15.25; each corpus once
     assert pooled["adl"]["settings"] == small and pooled["adl"]["score"] == 16.0
@@ -292,7 +292,10 @@ def test_recipe_searches_of_two_corpora_pool_by_the_mean_of_their_means(tmp_path
         {"corpus": "B", "mean": 20.0},
     ]
     assert pooled["sockeye"]["settings"] == small  # searched on A only
-    assert tune.read(tmp_path / "a.json", tmp_path / "b.json") == {"adl": small, "sockeye": small}
+    assert tune.settings(tune.pool(tmp_path / "a.json", tmp_path / "b.json")) == {
+        "adl": small,
+        "sockeye": small,
+    }
     md = "\n".join(tune.pooled_markdown(pooled, {"adl": "ADL"}))
     assert "| max_tokens=1000 | **10.00, 22.00 → 16.00** | **7.00 → 7.00** |" in md
     assert "| max_tokens=2000 | 10.50, 20.00 → 15.25 | 6.00 → 6.00 |" in md

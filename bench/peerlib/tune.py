@@ -83,11 +83,6 @@ def write(path: Path, chosen: dict[str, dict], about: dict) -> None:
     Path(path).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
-def read(*paths: Path) -> dict[str, dict[str, float]]:
-    """system -> its chosen settings, from one recipes file or pooled over several."""
-    return settings(pool(*paths))
-
-
 def settings(pooled: dict[str, dict]) -> dict[str, dict[str, float]]:
     """system -> its chosen settings, from :func:`pool`'s answer."""
     return {name: dict(found["settings"]) for name, found in pooled.items()}
