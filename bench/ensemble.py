@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -33,6 +34,14 @@ def decode(translator, lines: list[str], options: SearchOptions, clock) -> tuple
     started = clock()
     found = translator.search(lines, options)
     return [hyps[0][0] for hyps in found], clock() - started
+
+
+def run_names(runs: list[str]) -> list[str]:
+    """The runs named from the folder above the one they share (``you2020/BASE/seed-1``),
+    not by this machine's absolute paths, so that a committed result reads the same anywhere."""
+    paths = [Path(r).resolve() for r in runs]
+    above = Path(os.path.commonpath(paths)).parent
+    return [p.relative_to(above).as_posix() for p in paths]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     refs = read_lines(args.ref, allow_empty=True)
     options = SearchOptions(beam=args.beam, len_a=1.5, len_b=10)
     rows = []
-    systems = [(str(m), [m]) for m in args.model] + [("ensemble", list(args.model))]
+    names = run_names(args.model)
+    systems = [(n, [m]) for n, m in zip(names, args.model)] + [("ensemble", list(args.model))]
     for name, paths in systems:
         translator = adl.load_model(paths, args.checkpoint, ensemble_mode=args.ensemble_mode)
         hyps, seconds = decode(translator, lines, options, clock)
