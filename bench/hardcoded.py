@@ -22,11 +22,14 @@ Targets (issue 25), against the baseline at each length: HC-SA, HC-ALL, SH-X and
 train with at most its memory and at least its tokens/s, and decode at least as fast.
 
 The hard-retrieval bound (Xu et al.): one model with the Transformer's decoder is decoded
-three ways, taking turns: soft (standard attention), hard (hard retrieval: the argmax of the
-scores picks one value) and with every decoder attention's weighted sum removed (the scores
-are computed, then no value is weighted or picked: what no way of using the scores can beat).
-Hard retrieval's speed-up over soft is printed as a share of that bound's, with a profile of
-soft and hard decoding (the operations that take the time).
+three ways, taking turns, with its attention cores timed: soft (standard attention), hard
+(hard retrieval: the argmax of the scores picks one value), and hard with the pick reduced to
+the argmax alone. Soft's attention time less hard's without its pick is what removing the
+weighted sum entirely would save (the scores computed, then no value weighted or picked:
+what no way of using the scores can beat); hard retrieval's saving is printed as a share of
+it, with a profile of soft and hard decoding (the operations that take the time). The third
+way gives the ceiling of any retrieval: every way of retrieving must find the argmax, so
+what is left of the bound once that is paid is the most any can reach.
 """
 
 from __future__ import annotations
@@ -112,16 +115,27 @@ def sweep_candidates(group: str) -> list[cost.Candidate]:
 
 
 # --- the hard-retrieval bound ------------------------------------------------------------------
+def argmax_only(scores, v):
+    """What every way of retrieving must do, and no more: the argmax of the scores. Its
+    output is the first value of each head (the right shape, the wrong value); decoding to
+    a fixed length (cost._NoEos) does the same work whatever the values are."""
+    scores.argmax(-1)
+    B, H, T, _ = scores.shape
+    return v.narrow(2, 0, 1).expand(B, H, T, v.size(-1))
+
+
 @contextmanager
-def timed(totals: dict[str, float], clock):
+def timed(totals: dict[str, float], clock, argmax: bool = False):
     """Add the seconds spent in every dot-product attention core (``DotAttention.attend``:
     the weighted sum or the retrieval, and the output projection) and in hard retrieval's
-    pick of a value (:func:`adl.nn.retrieval.pick`) to ``totals``: a profile of just these
-    calls, with a clock read around each (no profiler overhead on the operations)."""
+    pick of a value (:func:`adl.nn.retrieval.pick`, or :func:`argmax_only` in its place
+    with ``argmax``) to ``totals``: a profile of just these calls, with a clock read around
+    each (no profiler overhead on the operations)."""
     import adl.nn.retrieval as retrieval
     from adl.nn.attention import DotAttention
 
     attend, pick = DotAttention.attend, retrieval.pick
+    chosen = argmax_only if argmax else pick
 
     def attend_timed(self, *args, **kwargs):
         started = clock()
@@ -133,7 +147,7 @@ def timed(totals: dict[str, float], clock):
     def pick_timed(*args, **kwargs):
         started = clock()
         try:
-            return pick(*args, **kwargs)
+            return chosen(*args, **kwargs)
         finally:
             totals["pick"] += clock() - started
 
@@ -164,22 +178,28 @@ def bound(candidate: cost.Candidate, length: int, sentences: int, rounds: int, b
     scores and output projection as soft attention and then picks a value (P). Removing the
     weighted sum entirely (softmax and the sum, keeping the scores) would save
     W = A_soft - (A_hard - P) of the soft decoding's time T; hard retrieval saves
-    A_soft - A_hard; its share of the bound is (A_soft - A_hard) / W. Medians over rounds.
-    Hard's speed-up by the clock (T_soft / T_hard) is printed beside it."""
+    A_soft - A_hard = W - P; its share of the bound is (A_soft - A_hard) / W. Medians over
+    rounds. Hard's speed-up by the clock (T_soft / T_hard) is printed beside it.
+
+    A third way, taking turns with them, decodes hard with the pick reduced to its argmax
+    (:func:`argmax_only`, P_argmax): no retrieval can cost less than finding the largest
+    score, so 1 - P_argmax / W is the most of the bound any retrieval can reach (its
+    ceiling)."""
     from adl.nn.hard import set_decode_attention
 
     model = cost._NoEos(cost.build(candidate, "cpu").eval())
     clock = cost.timer(torch.get_num_threads(), "cpu")
     gen = torch.Generator().manual_seed(2)
     src, _, _ = cost.synthetic(model.model, sentences, length, "cpu", gen)
+    ways = ("soft", "hard", "argmax")
     runs: dict[str, dict[str, list[float]]] = {
-        w: {"all": [], "attention": [], "pick": []} for w in ("soft", "hard")
+        w: {"all": [], "attention": [], "pick": []} for w in ways
     }
     for r in range(rounds + 1):  # the first round warms up
-        for way in ("soft", "hard") if r % 2 == 0 else ("hard", "soft"):
-            set_decode_attention(model.model, way)
+        for way in ways[r % 3 :] + ways[: r % 3]:  # each way first in turn
+            set_decode_attention(model.model, "soft" if way == "soft" else "hard")
             totals = {"attention": 0.0, "pick": 0.0}
-            with timed(totals, clock):
+            with timed(totals, clock, argmax=way == "argmax"):
                 seconds = cost.decode_seconds(model, src, None, beam, length, clock)
             if r:
                 for key, value in (("all", seconds), *totals.items()):
@@ -197,6 +217,7 @@ def bound(candidate: cost.Candidate, length: int, sentences: int, rounds: int, b
         "hard_speedup": T / (T - saved_hard),
         "hard_speedup_clock": T / med["hard"]["all"],
         "share_of_bound": saved_hard / saved_bound if saved_bound > 0 else None,
+        "ceiling": 1 - med["argmax"]["pick"] / saved_bound if saved_bound > 0 else None,
         "top": {w: top_operations(model, src, length, beam, w) for w in ("soft", "hard")},
     }
 
@@ -233,7 +254,10 @@ def print_bound(length: int, b: dict[str, Any]) -> None:
         f"would be {b['bound_speedup']:.3f}x as fast, with hard retrieval it is "
         f"{b['hard_speedup']:.3f}x: "
         + ("n/a" if share is None else f"{100 * share:.0f} %")
-        + f" of the bound (whole decodings by the clock: {b['hard_speedup_clock']:.3f}x)"
+        + f" of the bound (whole decodings by the clock: {b['hard_speedup_clock']:.3f}x); "
+        + "the argmax alone, which every retrieval does, leaves "
+        + ("n/a" if b["ceiling"] is None else f"{100 * b['ceiling']:.0f} %")
+        + " of it to reach"
     )
     for way, top in b["top"].items():
         print(f"    profile {way} (ms): " + ", ".join(f"{k} {ms:.0f}" for k, ms in top.items()))
