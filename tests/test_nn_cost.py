@@ -188,3 +188,82 @@ def test_no_attention_probabilities_are_kept_for_backward(text, role, T):
     x = torch.randn(B, T, 32, requires_grad=True)
     sizes = saved_numels(lambda: module(x, Context(role, memory=memory)).sum().backward())
     assert sizes and max(sizes) < B * T * T
+
+
+class Copies(TorchDispatchMode):
+    """Counts the elements of every new tensor an operation makes: what a view of a tensor
+    it was given (a slice of a cache) does not count."""
+
+    def __init__(self):
+        super().__init__()
+        self.elements = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        given = {
+            t.untyped_storage().data_ptr()
+            for t in torch.utils._pytree.tree_leaves((args, kwargs))
+            if isinstance(t, torch.Tensor)
+        }
+        for t in out if isinstance(out, (tuple, list)) else [out]:
+            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in given:
+                self.elements += t.numel()
+        return out
+
+
+def step_copies(module, before: int) -> int:
+    state = DecodeState()
+    with torch.no_grad():
+        for _ in range(before):
+            module(torch.randn(2, 1, 16), Context("decoder", state=state))
+            state.offset += 1
+        with Copies() as copies:
+            module(torch.randn(2, 1, 16), Context("decoder", state=state))
+    return copies.elements
+
+
+def test_a_learned_self_attention_step_does_not_copy_the_prefix():
+    """The cache grows in place (adl.nn.context.Prefix): a step writes its own keys and
+    values, not the prefix again. 20 and 100 earlier tokens: neither step grows a buffer."""
+    module = layer("mh_dot_self_att", "decoder")
+    assert step_copies(module, 20) == step_copies(module, 100) > 0
+
+
+def test_the_prefix_cache_equals_concatenation_through_growth_and_reorders():
+    from adl.nn.context import Prefix
+
+    g = torch.Generator().manual_seed(0)
+    cache, k_ref, v_ref = Prefix(), torch.empty(6, 2, 0, 3), torch.empty(6, 2, 0, 3)
+    for step in range(40):
+        n = 5 if step == 0 else 1  # a joint stream starts with the whole source
+        k = torch.randn(k_ref.size(0), 2, n, 3, generator=g)
+        v = torch.randn(k_ref.size(0), 2, n, 3, generator=g)
+        k_ref, v_ref = torch.cat([k_ref, k], 2), torch.cat([v_ref, v], 2)
+        got_k, got_v = cache.append(k, v)
+        assert torch.equal(got_k, k_ref) and torch.equal(got_v, v_ref)
+        rows = k_ref.size(0) if step != 29 else 4  # finished sentences leave once
+        index = torch.randint(0, k_ref.size(0), (rows,), generator=g)
+        cache.reorder(index)
+        k_ref, v_ref = k_ref.index_select(0, index), v_ref.index_select(0, index)
+    assert cache.k is not None and cache.k.size(2) == 64  # 16, 32, 64: grown by doubling
+
+
+def test_hard_retrieval_picks_from_a_view_of_a_cache_without_a_copy():
+    from adl.nn.context import Prefix
+    from adl.nn.retrieval import pick
+
+    g = torch.Generator().manual_seed(1)
+    cache = Prefix()
+    for n in (7, 1, 1):
+        k, v = cache.append(*torch.randn(2, 3, 4, n, 5, generator=g))
+    scores = torch.randn(3, 4, 2, v.size(2), generator=g)
+    assert not v.is_contiguous()
+    expected = pick(scores, v.contiguous())
+    with Copies() as copies:
+        found = pick(scores, v)
+    assert torch.equal(found, expected)
+    assert copies.elements < v.numel()  # the index, the rows picked; not the values
+    by_hand = torch.stack(
+        [torch.stack([v[b, h, scores[b, h].argmax(-1)] for h in range(4)]) for b in range(3)]
+    )
+    assert torch.equal(found, by_hand)

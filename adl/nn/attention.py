@@ -26,7 +26,7 @@ from torch import Tensor, nn
 from .. import patterns
 from . import retrieval
 from .base import Layer, implements
-from .context import Context
+from .context import Context, Prefix
 from .dropout import Dropout
 
 
@@ -192,16 +192,15 @@ class SelfAttention(DotAttention):
         band = self.band(ctx)
         if ctx.state is not None:
             cache = ctx.state.of(self)
-            if "k" in cache:
-                k = torch.cat([cache["k"], k], dim=2)
-                v = torch.cat([cache["v"], v], dim=2)
-            # a window reaches back k - 1 positions: older keys are never seen again
-            old = (
-                max(k.size(2) - (self.window - 1), 0)
-                if band is not None and self.window is not None
-                else 0
-            )
-            cache["k"], cache["v"] = k[:, :, old:], v[:, :, old:]
+            if band is not None and self.window is not None:
+                if "k" in cache:
+                    k = torch.cat([cache["k"], k], dim=2)
+                    v = torch.cat([cache["v"], v], dim=2)
+                # a window reaches back k - 1 positions: older keys are never seen again
+                old = max(k.size(2) - (self.window - 1), 0)
+                cache["k"], cache["v"] = k[:, :, old:], v[:, :, old:]
+            else:
+                k, v = cache.setdefault("prefix", Prefix()).append(k, v)
         banded = self.banded if self.banded is not None else q.size(2) >= BAND_FROM
         if band is not None and banded and ctx.record is None and not self.retrieves:
             key_ok = None if ctx.pad is None or ctx.state is not None else ~ctx.pad

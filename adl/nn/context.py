@@ -59,6 +59,56 @@ class JointLayout:
         return JointLayout(self.source_length, self.source_pad.index_select(0, index))
 
 
+class Prefix:
+    """Keys and values of the target prefix, (B, H, t, d) each, in buffers that grow by
+    doubling: a decoding step writes only its new positions. (Concatenating the cache with
+    each step's keys copied the whole prefix every step: 55 % of a greedy decoding of 128
+    tokens by the Transformer base on a CPU.) ``append`` returns views of the positions so
+    far, valid until the next ``append`` or ``reorder``; ``reorder`` keeps batch rows, as
+    :meth:`DecodeState.reorder` asks, copying the positions so far into a second pair of
+    buffers that the two then trade (a fresh allocation every step of a beam search cost
+    more than the copy)."""
+
+    def __init__(self) -> None:
+        self.k: Tensor | None = None
+        self.v: Tensor | None = None
+        self.spare: tuple[Tensor, Tensor] | None = None
+        self.length = 0
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        end = self.length + k.size(2)
+        if self.k is None or self.v is None or end > self.k.size(2):
+            room = max(end, 2 * (0 if self.k is None else self.k.size(2)), 16)
+            grown = []
+            for old, new in ((self.k, k), (self.v, v)):
+                b, h, _, d = new.shape
+                buffer = new.new_empty(b, h, room, d)
+                if old is not None:
+                    buffer[:, :, : self.length] = old[:, :, : self.length]
+                grown.append(buffer)
+            self.k, self.v = grown
+            self.spare = None
+        self.k[:, :, self.length : end] = k
+        self.v[:, :, self.length : end] = v
+        self.length = end
+        return self.k[:, :, :end], self.v[:, :, :end]
+
+    def reorder(self, index: Tensor) -> None:
+        if self.k is None or self.v is None:
+            return
+        rows, used = index.numel(), self.length
+        spare = self.spare
+        if spare is None or spare[0].size(0) != rows:
+            spare = (
+                self.k.new_empty(rows, *self.k.shape[1:]),
+                self.v.new_empty(rows, *self.v.shape[1:]),
+            )
+        for old, new in zip((self.k, self.v), spare):
+            torch.index_select(old[:, :, :used], 0, index, out=new[:, :, :used])
+        self.spare = (self.k, self.v) if self.k.size(0) == rows else None
+        self.k, self.v = spare
+
+
 class DecodeState:
     """The incremental-decoding cache: dicts of tensors per stateful layer, batch first.
 
@@ -91,6 +141,8 @@ class DecodeState:
                     entry[key] = value.index_select(0, index)
                 elif isinstance(value, tuple):
                     entry[key] = tuple(v.index_select(0, index) for v in value)
+                elif isinstance(value, Prefix):
+                    value.reorder(index)
 
 
 @dataclass

@@ -36,19 +36,29 @@ class HardRetrieval(torch.autograd.Function):
 
 
 @lru_cache(maxsize=64)
-def _starts(batch: int, heads: int, keys: int, device: torch.device) -> Tensor:
-    """(B, H, 1): where each head's keys start in the (B·H·S, d) rows of its values."""
-    return torch.arange(0, batch * heads * keys, keys, device=device).view(batch, heads, 1)
+def _starts(batch: int, heads: int, per_row: int, per_head: int, device: torch.device) -> Tensor:
+    """(B, H, 1): where each head's keys start, counted in value rows of the storage."""
+    b = torch.arange(batch, device=device) * per_row
+    h = torch.arange(heads, device=device) * per_head
+    return (b.view(batch, 1, 1) + h.view(1, heads, 1)).contiguous()
 
 
 def pick(scores: Tensor, v: Tensor) -> Tensor:
     """Eq. 11: the value of the largest score (the first of equal ones, as ``argmax``), per
-    head and query. scores (B, H, T, S), v (B, H, S, d) -> (B, H, T, d)."""
+    head and query. scores (B, H, T, S), v (B, H, S, d) -> (B, H, T, d). ``v`` may be a view
+    of a larger buffer (a decoding cache, :class:`adl.nn.context.Prefix`): its rows are
+    looked up where they lie, with no copy."""
     B, H, T, S = scores.shape
     index = scores.argmax(-1)  # (B, H, T); no values tensor, as max(-1) makes
-    index += _starts(B, H, S, v.device)
-    found = v.reshape(B * H * S, v.size(-1)).index_select(0, index.view(-1))
-    return found.view(B, H, T, -1)
+    d = v.size(-1)
+    rows = [v.stride(0) if B > 1 else 0, v.stride(1) if H > 1 else 0]
+    if v.stride(-1) != 1 or (S > 1 and v.stride(-2) != d) or any(r % d for r in rows):
+        v = v.contiguous()
+        rows = [H * S * d, S * d]
+    per_row, per_head = rows[0] // d, rows[1] // d
+    index += _starts(B, H, per_row, per_head, v.device)
+    flat = v.as_strided(((B - 1) * per_row + (H - 1) * per_head + S, d), (d, 1))
+    return flat.index_select(0, index.view(-1)).view(B, H, T, d)
 
 
 def retrieve(scores: Tensor, v: Tensor, mask: Tensor | None, training: bool) -> Tensor:
