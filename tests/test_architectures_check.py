@@ -95,6 +95,8 @@ FONOLLOSA2019 = {
     "local_joint_iwslt.joint.adl",
     "joint_wmt.joint.adl",
     "local_joint_wmt.joint.adl",
+    # the local joint model at half the IWSLT depth (7 layers), for the CPU sweep
+    "local_joint_half_iwslt.joint.adl",
     # Table 1's Transformer as fairseq's transformer_iwslt_de_en (post-norm), their baseline
     "transformer_iwslt.enc.adl",
     "transformer_iwslt.dec.adl",
@@ -190,6 +192,7 @@ def test_fonollosa2019_local_windows():
     wmt = [7, 15, 31] + [63] * 11
     for name, windows in (
         ("local_joint_iwslt.joint.adl", iwslt),
+        ("local_joint_half_iwslt.joint.adl", iwslt[1::2]),
         ("local_joint_wmt.joint.adl", wmt),
     ):
         net = adl.check(ARCH / "fonollosa2019" / name).network

@@ -183,7 +183,7 @@ def test_bundled_specs_are_the_papers():
         "fonollosa2019": [
             ("fonollosa2019/transformer_iwslt.enc.adl", "fonollosa2019/transformer_iwslt.dec.adl"),
             ("fonollosa2019/joint_iwslt.joint.adl",),
-            ("fonollosa2019/local_joint_iwslt.joint.adl",),
+            ("fonollosa2019/local_joint_half_iwslt.joint.adl",),
         ],
     }
     arch = ROOT / "architectures"
