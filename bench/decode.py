@@ -2,7 +2,7 @@
 the search without a host read per step against the search before it.
 
     python bench/decode.py [--sentences 32] [--src-len 20] [--out-len 50] [--d 512]
-                           [--parts cache,hard,search] [--device cpu|cuda]
+                           [--parts cache,hard,search,prefix] [--device cpu|cuda]
 
 In one run, on the same random source sentences (the models are untrained; eos is barred so
 every sentence decodes exactly --out-len tokens, the length the comparison is about):
@@ -18,6 +18,10 @@ every sentence decodes exactly --out-len tokens, the length the comparison is ab
      search before issue 16 (bench/search_reference.py: a host read and Python loops over
      the hypotheses every step); the ratio new / old. The two find the same translations
      (tests/runtime/test_runtime_search_sync.py).
+  4. sentences/s of the Transformer with greedy search and beam 4, its self-attention keeping
+     the prefix's keys and values in buffers that grow in place (adl.nn.context.Prefix) and
+     concatenating them with each step's instead (the cache before: every step copies the
+     whole prefix); the ratio growing / concatenating, paired rounds as in 3.
 Each measurement is the median of --repeat runs, interleaved.
 """
 
@@ -26,6 +30,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -79,7 +84,7 @@ def main() -> None:
     ap.add_argument("--sentences", type=int, default=32)
     ap.add_argument("--src-len", type=int, default=20)
     ap.add_argument("--out-len", type=int, default=50)
-    ap.add_argument("--parts", default="cache,hard,search", help="which comparisons to run")
+    ap.add_argument("--parts", default="cache,hard,search,prefix", help="which comparisons to run")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     dev = args.device
@@ -101,11 +106,33 @@ def main() -> None:
         cache_speed(cached, full, src, L, args.repeat)
     if "hard" in parts:
         hard_speed(cached, src, L, args, dev)
+    if "prefix" in parts:
+        prefix_speed(cached, src, L, args.repeat, dev)
+
+
+def paired(searches: dict, n: int, repeat: int, dev: str, names=("old", "new")) -> None:
+    """Each search's two ways, paired: each round times both (alternating which goes
+    first); the ratio is the median of the rounds' ratios (robust to a drifting machine)."""
+    with torch.no_grad():
+        for name, (old, new) in searches.items():
+            t_old, t_new, ratios = [], [], []
+            for r in range(repeat):
+                pair = (old, new) if r % 2 == 0 else (new, old)
+                a, b = (timed(fn, 1, dev) for fn in pair)
+                o, w = (a, b) if r % 2 == 0 else (b, a)
+                t_old.append(o)
+                t_new.append(w)
+                ratios.append(o / w)
+            so, sn = statistics.median(t_old), statistics.median(t_new)
+            print(
+                f"  {name:7s} {names[0]} {n / so:8.2f}, {names[1]} {n / sn:8.2f} sentences/s; "
+                f"{names[1]} / {names[0]} = {statistics.median(ratios):.2f}x (median of "
+                f"{repeat} paired rounds; range {min(ratios):.2f}-{max(ratios):.2f})"
+            )
 
 
 def search_speed(model, src, L: int, repeat: int, dev: str) -> None:
-    """Old against new search, paired: each round times both (alternating which goes
-    first); the ratio is the median of the rounds' ratios (robust to a drifting machine)."""
+    """Old against new search, paired rounds."""
     n = src.size(0)
     searches = {
         "greedy": (
@@ -119,22 +146,61 @@ def search_speed(model, src, L: int, repeat: int, dev: str) -> None:
     }
     print("\nTransformer, the search: old (a host read every step) against new (state on")
     print("the device; the host looks every few steps):")
-    with torch.no_grad():
-        for name, (old, new) in searches.items():
-            t_old, t_new, ratios = [], [], []
-            for r in range(repeat):
-                pair = (old, new) if r % 2 == 0 else (new, old)
-                a, b = (timed(fn, 1, dev) for fn in pair)
-                o, w = (a, b) if r % 2 == 0 else (b, a)
-                t_old.append(o)
-                t_new.append(w)
-                ratios.append(o / w)
-            so, sn = statistics.median(t_old), statistics.median(t_new)
-            print(
-                f"  {name:7s} old {n / so:8.2f}, new {n / sn:8.2f} sentences/s; new / old = "
-                f"{statistics.median(ratios):.2f}x (median of {repeat} paired rounds; "
-                f"range {min(ratios):.2f}-{max(ratios):.2f})"
-            )
+    paired(searches, n, repeat, dev)
+
+
+class Concatenated:
+    """The self-attention cache before adl.nn.context.Prefix: each step's keys and values
+    concatenated with the prefix's (a copy of the whole prefix every step)."""
+
+    def __init__(self) -> None:
+        self.k = self.v = None
+
+    def append(self, k, v):
+        if self.k is not None:
+            k, v = torch.cat([self.k, k], 2), torch.cat([self.v, v], 2)
+        self.k, self.v = k, v
+        return k, v
+
+    def reorder(self, index) -> None:
+        if self.k is not None:
+            self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
+
+
+@contextmanager
+def concatenating():
+    """Self-attention layers built or run inside keep a Concatenated cache."""
+    import adl.nn.attention as attention
+    import adl.nn.context as context
+
+    kept = attention.Prefix, context.Prefix
+    attention.Prefix = context.Prefix = Concatenated
+    try:
+        yield
+    finally:
+        attention.Prefix, context.Prefix = kept
+
+
+def prefix_speed(model, src, L: int, repeat: int, dev: str) -> None:
+    """The growing cache against concatenation, paired rounds."""
+
+    def old(search):
+        def run():
+            with concatenating():
+                search()
+
+        return run
+
+    def new_greedy():
+        greedy(model, src, max_len=L)
+
+    def new_beam():
+        beam(model, src, 4, max_len=L)
+
+    searches = {"greedy": (old(new_greedy), new_greedy), "beam 4": (old(new_beam), new_beam)}
+    print("\nTransformer, the self-attention cache: concatenating each step (the cache")
+    print("before) against buffers that grow in place (adl.nn.context.Prefix):")
+    paired(searches, src.size(0), repeat, dev, names=("concatenating", "growing"))
 
 
 def cache_speed(cached, full, src, L: int, repeat: int) -> None:
