@@ -200,7 +200,9 @@ class SelfAttention(DotAttention):
                 old = max(k.size(2) - (self.window - 1), 0)
                 cache["k"], cache["v"] = k[:, :, old:], v[:, :, old:]
             else:
-                k, v = cache.setdefault("prefix", Prefix()).append(k, v)
+                if "prefix" not in cache:
+                    cache["prefix"] = Prefix()
+                k, v = cache["prefix"].append(k, v)
         banded = self.banded if self.banded is not None else q.size(2) >= BAND_FROM
         if band is not None and banded and ctx.record is None and not self.retrieves:
             key_ok = None if ctx.pad is None or ctx.state is not None else ~ctx.pad
