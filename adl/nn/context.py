@@ -63,8 +63,8 @@ class Prefix:
     """Keys and values of the target prefix, (B, H, t, d) each, in buffers that grow by
     doubling: a decoding step writes only its new positions. (Concatenating the cache with
     each step's keys copied the whole prefix every step; bench/decode.py --parts prefix
-    measures the two.) ``append`` returns views of the positions so
-    far, valid until the next ``append`` or ``reorder``; ``reorder`` keeps batch rows, as
+    measures the two.) ``append`` returns views of the positions so far, valid until the
+    next ``append`` or ``reorder``; ``reorder`` keeps batch rows, as
     :meth:`DecodeState.reorder` asks, copying the positions so far into a second pair of
     buffers that the two then trade (a fresh allocation every step of a beam search cost
     more than the copy)."""
