@@ -229,7 +229,8 @@ def test_a_learned_self_attention_step_does_not_copy_the_prefix():
     assert step_copies(module, 20) == step_copies(module, 100) > 0
 
 
-def test_the_prefix_cache_equals_concatenation_through_growth_and_reorders():
+@pytest.mark.parametrize("in_place", [False, True])
+def test_the_prefix_cache_equals_concatenation_through_growth_and_reorders(in_place):
     from adl.nn.context import Prefix
 
     g = torch.Generator().manual_seed(0)
@@ -243,9 +244,33 @@ def test_the_prefix_cache_equals_concatenation_through_growth_and_reorders():
         assert torch.equal(got_k, k_ref) and torch.equal(got_v, v_ref)
         rows = k_ref.size(0) if step != 29 else 4  # finished sentences leave once
         index = torch.randint(0, k_ref.size(0), (rows,), generator=g)
-        cache.reorder(index)
+        if in_place and step % 3 == 0:  # most rows staying, as in a beam search
+            index = torch.where(torch.rand(rows, generator=g) < 0.7, torch.arange(rows), index)
+        cache.reorder(index, in_place)
         k_ref, v_ref = k_ref.index_select(0, index), v_ref.index_select(0, index)
     assert cache.k is not None and cache.k.size(2) == 64  # 16, 32, 64: grown by doubling
+
+
+def test_a_reorder_in_place_copies_only_the_rows_that_move():
+    from adl.nn.context import Prefix
+
+    cache = Prefix()
+    for _ in range(50):
+        cache.append(*torch.randn(2, 8, 4, 1, 16))
+    row = 4 * 50 * 16  # one row of keys: heads x positions x size
+    index = torch.arange(8)
+    with Copies() as copies:
+        cache.reorder(index, in_place=True)
+    assert copies.elements < row  # nothing moves: no row copied
+    index[3] = 5
+    k5 = cache.k[5, :, :50].clone()
+    with Copies() as copies:
+        cache.reorder(index, in_place=True)
+    assert row * 2 <= copies.elements < row * 3  # row 5's keys and values, once each
+    assert torch.equal(cache.k[3, :, :50], k5)
+    with Copies() as copies:
+        cache.reorder(index)  # the whole copy
+    assert copies.elements >= 8 * row * 2
 
 
 def test_hard_retrieval_picks_from_a_view_of_a_cache_without_a_copy():

@@ -65,9 +65,10 @@ class Prefix:
     each step's keys copied the whole prefix every step; bench/decode.py --parts prefix
     measures the two.) ``append`` returns views of the positions so far, valid until the
     next ``append`` or ``reorder``; ``reorder`` keeps batch rows, as
-    :meth:`DecodeState.reorder` asks, copying the positions so far into a second pair of
-    buffers that the two then trade (a fresh allocation every step of a beam search cost
-    more than the copy)."""
+    :meth:`DecodeState.reorder` asks. In place, a reorder that keeps every row (a beam's
+    step) copies only the rows that change; otherwise it copies the positions so far into a
+    second pair of buffers that the two then trade (a fresh allocation every step of a beam
+    search cost more than the copy)."""
 
     def __init__(self) -> None:
         self.k: Tensor | None = None
@@ -93,10 +94,13 @@ class Prefix:
         self.length = end
         return self.k[:, :, :end], self.v[:, :, :end]
 
-    def reorder(self, index: Tensor) -> None:
+    def reorder(self, index: Tensor, in_place: bool = False) -> None:
         if self.k is None or self.v is None:
             return
         rows, used = index.numel(), self.length
+        if in_place and rows == self.k.size(0):
+            self._move(index)
+            return
         spare = self.spare
         if spare is None or spare[0].size(0) != rows:
             spare = (
@@ -107,6 +111,20 @@ class Prefix:
             torch.index_select(old[:, :, :used], 0, index, out=new[:, :, :used])
         self.spare = (self.k, self.v) if self.k.size(0) == rows else None
         self.k, self.v = spare
+
+    def _move(self, index: Tensor) -> None:
+        """A reorder that keeps every row, in place: only the rows that take another
+        row's contents are copied (a beam search keeps most hypotheses in their rows:
+        :func:`adl.runtime.decode.search.in_place`). Finding them reads the index on the
+        host (see :meth:`DecodeState.reorder`)."""
+        assert self.k is not None and self.v is not None
+        moved = index.ne(torch.arange(index.numel(), device=index.device)).nonzero().squeeze(1)
+        if moved.numel() == 0:
+            return
+        source = index.index_select(0, moved)
+        for buffer in (self.k, self.v):
+            used = buffer[:, :, : self.length]
+            used.index_copy_(0, moved, used.index_select(0, source))
 
 
 class DecodeState:
@@ -127,11 +145,14 @@ class DecodeState:
     def of_source(self, layer: torch.nn.Module) -> dict[str, Any]:
         return self.source.setdefault(id(layer), {})
 
-    def reorder(self, index: Tensor, source: bool = True) -> None:
+    def reorder(self, index: Tensor, source: bool = True, in_place: bool = False) -> None:
         """Keep batch rows ``index`` (beam search, finished sentences leaving): every cached
         tensor is re-indexed. ``source=False`` leaves what was computed from the source
         alone, for an ``index`` that keeps every row within its sentence (a beam's
-        hypotheses changing places), where those rows are all alike."""
+        hypotheses changing places), where those rows are all alike. ``in_place``: the
+        prefixes' keys and values copy only the rows that change, which costs one read of
+        ``index`` on the host (a synchronisation on an accelerator: for a search that reads
+        the device every step anyway, as on a CPU)."""
         entries = list(self.cache.values())
         if source:
             entries += self.source.values()
@@ -142,7 +163,7 @@ class DecodeState:
                 elif isinstance(value, tuple):
                     entry[key] = tuple(v.index_select(0, index) for v in value)
                 elif isinstance(value, Prefix):
-                    value.reorder(index)
+                    value.reorder(index, in_place)
 
 
 @dataclass

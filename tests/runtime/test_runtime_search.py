@@ -45,3 +45,28 @@ def test_rows_leave_the_batch_when_they_end():
     both = greedy(model, src, max_len=12)
     alone = [greedy(model, pad_batch([s]), max_len=12)[0] for s in ([5, 6, 7], [8, 9])]
     assert both == alone
+
+
+def test_a_beam_keeps_each_hypothesis_best_continuation_in_its_row():
+    from adl.runtime.decode.search import in_place
+
+    none = torch.zeros(1, 4, dtype=torch.bool)
+    # continuations in rank order, from hypotheses 0, 0, 1, 2: the first of each stays in
+    # its parent's row, the second continuation of 0 takes the free row 3
+    assert in_place(torch.tensor([[0, 0, 1, 2]]), none).tolist() == [[0, 2, 3, 1]]
+    # all from 2; the two fillers (dead) take no row of their own choosing
+    dead = torch.tensor([[False, False, True, True]])
+    assert in_place(torch.tensor([[2, 2, 2, 2]]), dead).tolist() == [[1, 2, 0, 3]]
+    g = torch.Generator().manual_seed(3)
+    parent = torch.randint(0, 5, (200, 5), generator=g)
+    dead = torch.rand(200, 5, generator=g) < 0.1
+    places = in_place(parent, dead)
+    assert torch.equal(places.sort(1).values, torch.arange(5).expand(200, 5))  # permutations
+    for n in range(200):
+        seen = set()
+        for c in range(5):
+            p = int(parent[n, c])
+            if not dead[n, c] and p not in seen:  # the best live continuation of p
+                assert int(places[n, p]) == c
+            if not dead[n, c]:
+                seen.add(p)

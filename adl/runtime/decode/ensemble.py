@@ -70,9 +70,9 @@ class _States:
     def __init__(self, parts: list):
         self.parts = parts
 
-    def reorder(self, index: Tensor, source: bool = True) -> None:
+    def reorder(self, index: Tensor, source: bool = True, in_place: bool = False) -> None:
         for s in self.parts:
-            s.reorder(index, source=source)
+            s.reorder(index, source=source, in_place=in_place)
 
 
 class Ensemble(nn.Module):

@@ -195,7 +195,11 @@ def beam(
         c_beam, c_tok = beam_i.gather(1, order), tok.gather(1, order)
         c_beam = torch.where(spare, c_beam[:, :1], c_beam)
         c_tok = torch.where(spare, c_tok[:, :1], c_tok)
-        scores = torch.where(spare, float("-inf"), best.gather(1, order))
+        c_score = torch.where(spare, float("-inf"), best.gather(1, order))
+        places = in_place(c_beam, spare)  # most rows of the cache stay where they are
+        c_beam, c_tok, scores = (x.gather(1, places) for x in (c_beam, c_tok, c_score))
+        # a filler keeps whatever its row holds: nothing to copy for it
+        c_beam = torch.where(scores.isneginf(), torch.arange(k, device=device), c_beam)
         done = done | (fin_count[rows] >= k) | ~goes_on.any(1)
         keep = (torch.arange(n, device=device).unsqueeze(1) * k + c_beam).view(-1)  # (n·k,)
         prefix = torch.cat(
@@ -216,8 +220,33 @@ def beam(
                 )
         if dropped:  # the source and what was made of it follow the sentences that stay
             memory = memory.reorder(keep)
-        state.reorder(keep, source=dropped)  # within a sentence every row has its source
+        # within a sentence every row has its source; where the host reads every step, the
+        # prefixes copy only the rows whose hypothesis came from another
+        state.reorder(keep, source=dropped, in_place=every == 1 and not dropped)
     return _hypotheses(fin_tokens, fin_score, fin_len, fin_count, penalty, alpha, nbest)
+
+
+def in_place(parent: Tensor, dead: Tensor) -> Tensor:
+    """Where each of a step's ``k`` continuations of a sentence goes: (n, k), the
+    continuation to put in each row of the sentence. The best continuation of each
+    hypothesis takes its parent's row, so that its cache stays in place; the others
+    (a hypothesis' second continuation, the ``dead`` fillers) take the rows left free, in
+    rank order. Which row holds which hypothesis changes nothing in the search but the order
+    of candidates with exactly equal scores; the cache reorder then copies only the rows
+    whose parent is elsewhere (:meth:`adl.nn.context.DecodeState.reorder`, ``in_place``).
+
+    ``parent`` (n, k): each continuation's hypothesis; ``dead`` (n, k): fillers, whose row
+    need not hold anything."""
+    n, k = parent.shape
+    rank = torch.arange(k, device=parent.device)
+    # (n, k, k): continuation j is a live one of the same parent, ranked before i
+    same = parent.unsqueeze(2).eq(parent.unsqueeze(1)) & (rank.unsqueeze(1) > rank)
+    first = ~(same & ~dead[:, None]).any(2) & ~dead  # the best live continuation of its parent
+    taken = torch.zeros_like(parent).scatter_add_(1, parent, first.long()).gt(0)
+    free = taken.long().argsort(dim=1, stable=True)  # rows no first continuation takes, first
+    later = (~first).long().cumsum(1) - 1  # rank among the other continuations
+    row = torch.where(first, parent, free.gather(1, later.clamp(min=0)))
+    return torch.empty_like(parent).scatter_(1, row, rank.expand(n, k))
 
 
 def _hypotheses(
@@ -268,7 +297,7 @@ class FullRecompute:
         def __init__(self, rows: int, device: torch.device):
             self.tokens = torch.empty(rows, 0, dtype=torch.long, device=device)
 
-        def reorder(self, index: Tensor, source: bool = True) -> None:
+        def reorder(self, index: Tensor, source: bool = True, in_place: bool = False) -> None:
             self.tokens = self.tokens.index_select(0, index)
 
     def start(self, src: Tensor, src_words: Tensor | None = None):
