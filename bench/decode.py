@@ -2,7 +2,8 @@
 the search without a host read per step against the search before it.
 
     python bench/decode.py [--sentences 32] [--src-len 20] [--out-len 50] [--d 512]
-                           [--parts cache,hard,search,prefix,reorder] [--device cpu|cuda]
+                           [--parts cache,hard,search,prefix,reorder,bound]
+                           [--device cpu|cuda]
 
 In one run, on the same random source sentences (the models are untrained; eos is barred so
 every sentence decodes exactly --out-len tokens, the length the comparison is about):
@@ -26,7 +27,15 @@ every sentence decodes exactly --out-len tokens, the length the comparison is ab
      cache copying only the rows whose hypothesis came from another row (the search keeps
      each hypothesis' best continuation in its row: runtime.search.in_place) and copying
      every row (the reorder before); the ratio, paired rounds as in 3, and the share of rows
-     that moved. On an untrained model; a trained model's beams move fewer rows.
+     that moved.
+  6. hard retrieval against its bound by the clock (for an accelerator, where timing single
+     calls would need a synchronisation each): the Transformer decoded with standard
+     attention in its decoder (soft), with hard retrieval (hard), with the retrieval's pick
+     reduced to the argmax alone (argmax: what every retrieval must do) and to nothing
+     (none: the scores computed, no value weighted or picked: the bound of removing the
+     weighted sum, bench/hardcoded.py's bound); hard retrieval's saving as a share of the
+     bound's, (T_soft - T_hard) / (T_soft - T_none), and the ceiling's,
+     (T_soft - T_argmax) / (T_soft - T_none). Greedy and beam 4, the ways taking turns.
 Each measurement is the median of --repeat runs, interleaved.
 """
 
@@ -117,6 +126,8 @@ def main() -> None:
         prefix_speed(cached, src, L, args.repeat, dev)
     if "reorder" in parts:
         reorder_speed(cached, src, L, args.repeat, dev)
+    if "bound" in parts:
+        bound_by_clock(cached, src, L, args.repeat, dev)
 
 
 def paired(searches: dict, n: int, repeat: int, dev: str, names=("old", "new")) -> None:
@@ -253,6 +264,64 @@ def reorder_speed(model, src, L: int, repeat: int, dev: str) -> None:
     print("copied (before) against only the rows whose hypothesis came from another row:")
     paired({"beam 4": (run(True), run(False))}, src.size(0), repeat, dev, ("whole", "in place"))
     print(f"  rows moved: {moves.moved / max(moves.rows, 1):.1%} of the rows reordered")
+
+
+def no_value(scores, v):
+    """The retrieval's pick reduced to nothing: the first value of each head, no argmax
+    (the right shape, the wrong value; a fixed-length decoding does the same work)."""
+    B, H, T, _ = scores.shape
+    return v.narrow(2, 0, 1).expand(B, H, T, v.size(-1))
+
+
+@contextmanager
+def picking(way: str):
+    """Hard retrieval's pick as itself (hard), the argmax alone, or nothing."""
+    from hardcoded import argmax_only
+
+    import adl.nn.retrieval as retrieval
+
+    kept = retrieval.pick
+    retrieval.pick = {"hard": kept, "argmax": argmax_only, "none": no_value}[way]
+    try:
+        yield
+    finally:
+        retrieval.pick = kept
+
+
+def bound_by_clock(model, src, L: int, repeat: int, dev: str) -> None:
+    """Soft, hard, argmax-only and no-value decodings of one model, by the clock."""
+    from adl.nn.hard import set_decode_attention
+
+    n = src.size(0)
+
+    def way(name: str, size: int):
+        def run():
+            set_decode_attention(model.model, "soft" if name == "soft" else "hard")
+            with picking("hard" if name == "soft" else name):
+                if size == 1:
+                    greedy(model, src, max_len=L)
+                else:
+                    beam(model, src, size, max_len=L)
+
+        return run
+
+    print("\nTransformer decoded four ways by the clock (hard retrieval against its bound):")
+    with torch.no_grad():
+        for size in (1, 4):
+            runs = {name: way(name, size) for name in ("soft", "hard", "argmax", "none")}
+            way("soft", size)()  # warm up
+            t = interleaved(runs, repeat, dev)
+            bound = t["soft"] - t["none"]
+            share = (t["soft"] - t["hard"]) / bound if bound > 0 else float("nan")
+            ceiling = (t["soft"] - t["argmax"]) / bound if bound > 0 else float("nan")
+            rates = ", ".join(f"{k} {n / v:.2f}" for k, v in t.items())
+            search = "greedy" if size == 1 else f"beam {size}"
+            print(f"  {search}: sentences/s {rates}")
+            print(
+                f"    bound {t['soft'] / t['none']:.3f}x, hard {t['soft'] / t['hard']:.3f}x: "
+                f"{100 * share:.0f} % of the bound (ceiling {100 * ceiling:.0f} %)"
+            )
+    set_decode_attention(model.model, None)
 
 
 def cache_speed(cached, full, src, L: int, repeat: int) -> None:
