@@ -286,3 +286,23 @@ def test_seeds_are_paired_in_order():
     assert swapped.bleu[0] == pytest.approx(swapped.bleu[1]) and swapped.bleu_p == 1.0
     with pytest.raises(ValueError):
         paired_test([a], [a, b], refs)
+
+
+def test_a_check_before_the_data_is_prepared_says_committed_results_are_not_counted(tmp_path):
+    import io
+
+    files(tmp_path)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        GOOD.replace(
+            "data: {train: train, valid: valid, test: test, langs: [src, tgt]}",
+            f"data: {{dir: {tmp_path / 'bible'}}}",
+        )
+    )
+    said = io.StringIO()
+    sweep.sweep(spec, tmp_path / "out", check=True, stream=said)
+    assert (
+        "0 done, 2 to run, committed results not counted before the data is prepared"
+        in said.getvalue()
+    )
+    assert not (tmp_path / "out").exists()

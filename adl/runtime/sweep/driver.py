@@ -74,13 +74,16 @@ def sweep(
     if check:
         data = plan.data
         todo = list(plan.runs)
-        if all(Path(p).is_file() for p in (*data.train, *data.test)):  # else nothing ran yet
+        how = None
+        if all(Path(p).is_file() for p in (*data.train, *data.test)):
             problems = check_disk(plan)
             if problems:
                 raise SpecError(sort_problems(problems), spec_obj.path)
             hashes = outcome_hashes(plan)
             todo = [r for r in plan.runs if not committed(r, plan, kept, hashes)]
-        _say_plan(plan, todo, say, None)
+        else:  # a run's result file is matched by what it was made from, the data among it
+            how = "committed results not counted before the data is prepared (adl sweep does it)"
+        _say_plan(plan, todo, say, how)
         return SweepResult(plan, None, seconds=time.perf_counter() - started)
     plan.out.mkdir(parents=True, exist_ok=True)
     with _lock(plan.out):
