@@ -266,22 +266,16 @@ def reorder_speed(model, src, L: int, repeat: int, dev: str) -> None:
     print(f"  rows moved: {moves.moved / max(moves.rows, 1):.1%} of the rows reordered")
 
 
-def no_value(scores, v):
-    """The retrieval's pick reduced to nothing: the first value of each head, no argmax
-    (the right shape, the wrong value; a fixed-length decoding does the same work)."""
-    B, H, T, _ = scores.shape
-    return v.narrow(2, 0, 1).expand(B, H, T, v.size(-1))
-
-
 @contextmanager
 def picking(way: str):
-    """Hard retrieval's pick as itself (hard), the argmax alone, or nothing."""
-    from hardcoded import argmax_only
+    """Hard retrieval's pick as itself (hard), the argmax alone, or nothing (the first
+    values, no argmax)."""
+    from hardcoded import argmax_only, first_values
 
     import adl.nn.retrieval as retrieval
 
     kept = retrieval.pick
-    retrieval.pick = {"hard": kept, "argmax": argmax_only, "none": no_value}[way]
+    retrieval.pick = {"hard": kept, "argmax": argmax_only, "none": first_values}[way]
     try:
         yield
     finally:

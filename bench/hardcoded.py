@@ -115,13 +115,18 @@ def sweep_candidates(group: str) -> list[cost.Candidate]:
 
 
 # --- the hard-retrieval bound ------------------------------------------------------------------
-def argmax_only(scores, v):
-    """What every way of retrieving must do, and no more: the argmax of the scores. Its
-    output is the first value of each head (the right shape, the wrong value); decoding to
-    a fixed length (cost._NoEos) does the same work whatever the values are."""
-    scores.argmax(-1)
+def first_values(scores, v):
+    """The first value of each head for every query: the right shape, the wrong value;
+    decoding to a fixed length (cost._NoEos) does the same work whatever the values are."""
     B, H, T, _ = scores.shape
     return v.narrow(2, 0, 1).expand(B, H, T, v.size(-1))
+
+
+def argmax_only(scores, v):
+    """What every way of retrieving must do, and no more: the argmax of the scores, then
+    :func:`first_values`."""
+    scores.argmax(-1)
+    return first_values(scores, v)
 
 
 @contextmanager

@@ -193,13 +193,12 @@ def beam(
         order = torch.where(goes_on, rank, rank + width).argsort(1)[:, :k]  # (n, k)
         spare = torch.arange(k, device=device) >= goes_on.sum(1, keepdim=True)
         c_beam, c_tok = beam_i.gather(1, order), tok.gather(1, order)
-        c_beam = torch.where(spare, c_beam[:, :1], c_beam)
         c_tok = torch.where(spare, c_tok[:, :1], c_tok)
         c_score = torch.where(spare, float("-inf"), best.gather(1, order))
         places = in_place(c_beam, spare)  # most rows of the cache stay where they are
         c_beam, c_tok, scores = (x.gather(1, places) for x in (c_beam, c_tok, c_score))
         # a filler keeps whatever its row holds: nothing to copy for it
-        c_beam = torch.where(scores.isneginf(), torch.arange(k, device=device), c_beam)
+        c_beam = torch.where(spare.gather(1, places), torch.arange(k, device=device), c_beam)
         done = done | (fin_count[rows] >= k) | ~goes_on.any(1)
         keep = (torch.arange(n, device=device).unsqueeze(1) * k + c_beam).view(-1)  # (n·k,)
         prefix = torch.cat(
