@@ -71,10 +71,16 @@ def main() -> None:
     ap.add_argument("--json", type=Path, metavar="OUT", help="write the scores here")
     args = ap.parse_args()
     beams = [int(b) for b in args.beams.split(",")]
+    for path in (args.src, args.ref):
+        if not path.is_file():
+            ap.error(f"{path}: no such file")
     src = args.src.read_text(encoding="utf-8").splitlines()
     ref = args.ref.read_text(encoding="utf-8").splitlines()
     if len(src) != len(ref):
         ap.error(f"{args.src} has {len(src)} lines, {args.ref} {len(ref)}")
+    for run in args.runs:
+        if not any((run / "checkpoints").glob("*.pt")):
+            ap.error(f"{run}: no checkpoints (RUN/checkpoints/*.pt): not a run folder of adl train")
     report = []
     for run in args.runs:
         print(f"{run}:")
