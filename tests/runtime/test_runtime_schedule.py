@@ -54,3 +54,11 @@ def test_loss_matches_torch_cross_entropy_with_label_smoothing():
     torch.testing.assert_close(sums.nll, nll)
     assert sums.tokens == 8
     assert math.isfinite(float(sums.loss))
+    kept = target.ne(0)
+    assert sums.correct is not None
+    assert int(sums.correct) == int(logits[kept].argmax(-1).eq(target[kept]).sum())
+    # training skips the accuracy's argmax: the same sums, no count
+    quiet = token_loss(logits, target, smoothing=0.1, count_correct=False)
+    assert quiet.correct is None
+    torch.testing.assert_close(quiet.loss, sums.loss, rtol=0, atol=0)
+    torch.testing.assert_close(quiet.nll, sums.nll, rtol=0, atol=0)

@@ -214,7 +214,7 @@ class Trainer(TrainerState):
                         logits = self.train_model(batch.src, batch.tgt_in, batch.src_words)
                     else:
                         logits = self.train_model(batch.src, batch.tgt_in)
-                sums = token_loss(logits, batch.tgt_out, o.label_smoothing)
+                sums = token_loss(logits, batch.tgt_out, o.label_smoothing, count_correct=False)
                 self.scaler.scale(sums.loss / tokens).backward()
             loss_sum += sums.loss.detach()
             nll_sum += sums.nll.detach()

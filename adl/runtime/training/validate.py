@@ -80,6 +80,7 @@ def validate(
             sums = token_loss(logits, batch.tgt_out, smoothing)
             loss += float(sums.loss)
             nll += float(sums.nll)
+            assert sums.correct is not None  # counted by default
             correct += float(sums.correct)
             tokens += sums.tokens
         result = {
