@@ -306,3 +306,22 @@ def test_a_check_before_the_data_is_prepared_says_committed_results_are_not_coun
         in said.getvalue()
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_a_table_without_runs_says_so_instead_of_empty_facts(tmp_path):
+    from adl.runtime.sweep import table as table_mod
+
+    _, plan = sweep.load("domhan2018_tables2to4", tmp_path / "out")
+    text = table_mod.markdown(table_mod.build(plan, tmp_path / "results"), title=False)
+    assert "Test set: not read yet (no run done)." in text
+    assert "0 sentences" not in text and "``" not in text  # no empty signature
+    assert "| UPPER (baseline) | 0/3 | – |" in text
+
+
+def test_the_second_domhan_spec_has_every_row_of_tables_2_to_4():
+    spec, plan = sweep.load("domhan2018_tables2to4", "/nonexistent/out")
+    arch = ROOT / "architectures" / "domhan2018"
+    files = {f.name for s in spec.systems for f in s.files}
+    assert {f.name for f in arch.glob("table[234]_*.adl")} <= files  # 19 rows: 3 + 8 + 8
+    assert len(spec.systems) == 19 and len(plan.runs) == 57
+    assert spec.preset == "domhan2018_bible"  # Table 5's recipe and depth

@@ -276,8 +276,9 @@ def markdown(table: Table, title: bool = True) -> str:
     lines = [f"# Sweep `{spec.name}`", ""] if title else []
     if spec.description and title:
         lines += [spec.description.strip(), ""]
+    test_set = f"{table.sentences:,} sentences" if table.sentences else "not read yet (no run done)"
     lines += [
-        f"Test set: {table.sentences:,} sentences. Each run: {budget or 'the preset budget'}, "
+        f"Test set: {test_set}. Each run: {budget or 'the preset budget'}, "
         f"preset `{Path(spec.preset).stem}`; seeds {', '.join(map(str, spec.seeds))}; "
         f"decoded from the {spec.checkpoint} checkpoint with beam {'/'.join(beams)}.",
         "",
@@ -311,11 +312,15 @@ def markdown(table: Table, title: bool = True) -> str:
             )
             + " |"
         )
+    signed = (
+        f" Signatures: BLEU `{table.signatures['bleu']}`, chrF `{table.signatures['chrf']}`."
+        if table.signatures["bleu"]
+        else ""  # no run done: the result files will carry them
+    )
     lines += [
         "",
         "- BLEU and chrF: sacrebleu on the detokenised translations, mean ± standard deviation "
-        f"over the seeds. Signatures: BLEU `{table.signatures['bleu']}`, chrF "
-        f"`{table.signatures['chrf']}`.",
+        f"over the seeds.{signed}",
         "- Δ: the mean over seeds of the system's score minus the baseline's with the same "
         f"seed. p: {table.test_signature}, of the system's translations against the "
         "baseline's, the seeds both have concatenated (seed s against seed s); "
