@@ -18,10 +18,11 @@ and a paired test, and a recipe search run by every system alike.
    threads); when the slots cannot hold every system at once, ADL runs in every round beside
    its peers, and each peer is compared with the ADL runs it trained beside. One clock for
    all: from the start of the first update (bench/peerlib/launch/peerclock.py).
-3. Each run's model is chosen on the validation sample by one rule for all: the best
-   checkpoint, or the average of the last checkpoints when it scores higher (ADL's
-   ``train.average_last``; bench/peerlib/selection.py). It translates the whole test set,
-   greedy and with a beam of ``--beam``; sacrebleu scores every test line.
+3. Each run's model is chosen on the validation sample by one rule for all, after the
+   clock: the best checkpoint, or the average of the last checkpoints when it scores higher
+   (ADL's ``train.average_last`` rule; bench/peerlib/selection.py). On the clock every
+   system validates only its loss. The chosen model translates the whole test set, greedy
+   and with a beam of ``--beam``; sacrebleu scores every test line.
 4. ``--seeds N`` runs every system N times (seeds 1..N); the report gives mean ± std per
    system and ADL against each peer with sacrebleu's paired bootstrap on the concatenated
    outputs of the seeds (a lead with p >= 0.05 is a tie), in ``OUT/table.md`` and
@@ -372,8 +373,8 @@ def describe(
         f"updates; recipe search's settings per system: {tuned}",
         f"the tested model of every run: its best checkpoint by validation {r.best_metric}, or "
         f"the average of its last 2 to {r.average_last} checkpoints when that scores higher "
-        "('avg A–B' under tested); ADL validates during its run (on its clock), the peers' "
-        "checkpoints are translated and scored after their clock (not counted)",
+        "('avg A–B' under tested); every system validates only its loss on its clock, and "
+        "its checkpoints are translated and scored after the clock (not counted)",
         f"translations of at most {r.len_a:g} x source + {r.len_b} pieces; no input is cut "
         f"(the peers' models take {source} source and {target} target positions)",
         f"{minutes:g} minutes of training each from its first update, {threads} thread(s) per "

@@ -232,6 +232,21 @@ def test_adl_and_torch_command_lines(recipe, data):
     assert f"data.spm_model={data.spm}" in sets and "train.max_minutes=15" in sets
     assert "train.threads=1" in sets and "train.seed=1" in sets
     assert "model.dropout=0.3" in sets and "optim.lr=0.001" in sets
+    # on the clock ADL validates as the peers do: its loss, no translation; every checkpoint
+    # kept for the choice after the clock (selection.py)
+    assert {"train.bleu=false", "train.best_metric=loss", "train.average_last=0"} <= set(sets)
+    assert "train.keep_last=0" in sets
+    adl = systems.make("adl", r, data, data.root / "a", "cpu")
+    avg = adl.average(["step-200.pt", "step-400.pt"], "average-2.pt")
+    assert avg.argv[1].endswith("launch/adl_average.py")
+    folder = data.root / "a" / "run" / "checkpoints"
+    assert value(avg.argv, "--output") == str(folder / "average-2.pt")
+    assert avg.argv[avg.argv.index("--inputs") + 1 : avg.argv.index("--output")] == [
+        str(folder / "step-200.pt"),
+        str(folder / "step-400.pt"),
+    ]
+    tr = adl.translate("average-2.pt", 4, "test", data.root / "o").argv
+    assert value(tr, "--checkpoint") == "average-2.pt"  # a file of RUN/checkpoints
     argv = make("torch", recipe, data).train(15).argv
     given = json.loads(value(argv, "--recipe"))
     assert (given["d_model"], given["layers"], given["ffn"], given["lr"]) == (256, 2, 1024, 2e-3)

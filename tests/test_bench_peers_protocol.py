@@ -90,7 +90,7 @@ def choose(recipe, data, tmp_path, quality):
     system.out.mkdir()
     run = lambda step: runs.run_step(step, system.out / "logs" / f"{step.name}.log", 1)[1]
     assert run(system.train(1)) == ""
-    return selection.peer_selection(system, system.stats(), run)
+    return selection.choose(system, system.stats(), run)
 
 
 def bleu(k):
@@ -380,8 +380,24 @@ def test_the_adl_launcher_records_the_clock_of_a_real_run(tmp_path):
     found = json.loads(stats.read_text())
     points = found["checkpoints"]
     assert found["updates"] == 4 and [c["update"] for c in points] == [2, 4]
+    assert [c["name"] for c in points] == ["step-0000002.pt", "step-0000004.pt"]  # its files
     assert 0 < points[0]["tokens"] < points[1]["tokens"] == found["tokens"]
     assert 0 < points[0]["seconds"] <= points[1]["seconds"] <= found["seconds"]
+    # the benchmark's average of them (launch/adl_average.py): ADL's mean, loadable by name
+    folder = tmp_path / "run" / "checkpoints"
+    average = ROOT / "bench" / "peerlib" / "launch" / "adl_average.py"
+    argv = [sys.executable, str(average), "--inputs", *(str(folder / c["name"]) for c in points)]
+    done = subprocess.run(argv + ["--output", str(folder / "average-2.pt")], capture_output=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    import torch
+
+    from adl.runtime.model import checkpoint
+
+    found = checkpoint.load(checkpoint.resolve(tmp_path / "run", "average-2.pt"))
+    assert found["averaged_steps"] == [2, 4]
+    two, four = (checkpoint.load(folder / c["name"])["model"] for c in points)
+    name = next(k for k, v in two.items() if v.is_floating_point() and not v.equal(four[k]))
+    torch.testing.assert_close(found["model"][name], (two[name] + four[name]) / 2)
 
 
 def test_sockeye_translations_get_adls_length_limit(monkeypatch):

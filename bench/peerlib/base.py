@@ -78,11 +78,10 @@ class TrainStats:
 
 class System:
     """A toolkit's commands for the recipe. ``out`` is the run's folder; a model to translate
-    is named by a checkpoint's name, an average's file name, or ``best`` (ADL's own)."""
+    is named by a checkpoint's name or an average's file name."""
 
     name = ""
     label = ""
-    chooses_itself = False  # ADL validates, averages and chooses during its own run
 
     def __init__(self, recipe: Recipe, data: Data, out: Path, python: str, device: str):
         self.recipe, self.data, self.out = recipe, data, Path(out)
@@ -112,7 +111,7 @@ class System:
         raise NotImplementedError
 
     def checkpoint_path(self, name: str) -> Path:
-        """The file of a checkpoint or an average the system made (not ADL's)."""
+        """The file of a checkpoint or an average the system made."""
         raise NotImplementedError
 
     def hypotheses(self, output: Path, split: str) -> list[str | None]:

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .base import Step, System, TrainStats
-from .selection import Selection, adl_selection, peer_selection
+from .selection import Selection, choose
 from .table import Score, score
 
 RESULT = "result.json"
@@ -142,23 +142,17 @@ def execute(job: Job, threads: int, beside: list[str]) -> dict:
         record["train_error"] = error
     stats = s.stats()
     record.update(updates=stats.updates, tokens=stats.tokens, train_seconds=stats.seconds)
-    selection = choose(s, stats, run)
+    selection = choose(s, stats, run)  # selection.py: one rule for every system
     record["selection"] = selection.to_dict()
     record["scores"] = {}
     for beam in job.beams:
         record["scores"][str(beam)] = asdict(test(s, selection, beam, run))
-    if not job.keep_checkpoints and not s.chooses_itself:
+    if not job.keep_checkpoints:
         prune(s, stats, selection)
     tmp = job.out / (RESULT + ".tmp")
     tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     tmp.replace(job.out / RESULT)
     return record
-
-
-def choose(system: System, stats: TrainStats, run) -> Selection:
-    if system.chooses_itself:
-        return adl_selection(system.out / "run", stats, system.recipe.best_metric)
-    return peer_selection(system, stats, run)
 
 
 def hyp_file(folder: Path, beam: int) -> Path:
@@ -183,7 +177,7 @@ def test(system: System, selection: Selection, beam: int, run) -> Score:
 
 
 def prune(system: System, stats: TrainStats, selection: Selection) -> None:
-    """Delete a peer's checkpoint and average files except the chosen model's."""
+    """Delete a run's checkpoint and average files except the chosen model's."""
     names = [c.name for c in stats.checkpoints]
     names += [f"average-{len(a.updates)}.pt" for a in selection.averages]
     for name in names:

@@ -3,10 +3,10 @@ fairseq in their own modules, and ``make`` to get one by name.
 
 Every system trains on the same pairs (one sentencepiece model, one length filter) with the
 recipe of ``recipe.py``, in its own process with the same threads, on the benchmark's clock
-(``launch/peerclock.py``), and translates within the same length limit. ADL validates,
-averages and chooses its model during its own run (``train.average_last``, chosen on the
-validation sample); the peers' checkpoints are validated and averaged after their clock by
-``selection.py`` with the same rule and the same sacrebleu call.
+(``launch/peerclock.py``), and translates within the same length limit. On the clock every
+system validates only its loss (or perplexity) and keeps its checkpoints; after the clock
+``selection.py`` translates, averages and scores them, with one rule and one sacrebleu call
+for all, ADL included.
 """
 
 from __future__ import annotations
@@ -21,11 +21,20 @@ from .recipe import ARCH, Recipe
 from .sockeye_system import Sockeye
 
 NO_LIMIT_STEPS = 100_000_000  # ADL needs a step limit; the minutes stop the run first
+# On the clock ADL validates as the peers do: its loss every valid_every updates, no
+# translation (train.bleu=false: the preset's BLEU of a validation sample, chosen by, and the
+# averages of train.average_last, would cost ADL 1-7 % of its clock), and it keeps every
+# checkpoint; selection.py chooses among them after the clock, by the recipe's rule.
+VALIDATE_AS_PEERS = (
+    "train.bleu=false",
+    "train.best_metric=loss",
+    "train.average_last=0",
+    "train.keep_last=0",
+)
 
 
 class ADL(System):
     name, label = "adl", "ADL"
-    chooses_itself = True
 
     @property
     def run(self) -> Path:
@@ -41,6 +50,7 @@ class ADL(System):
         sets = [
             *r.sets,
             *r.adl_sets(),  # the fields a recipe search changes, and the seed
+            *VALIDATE_AS_PEERS,
             f"data.spm_model={d.spm}",
             f"train.max_minutes={minutes:g}",
             f"train.max_steps={NO_LIMIT_STEPS}",
@@ -58,6 +68,16 @@ class ADL(System):
         argv += ["--max-len-a", f"{r.len_a:g}", "--max-len-b", str(r.len_b)]
         argv += ["--input", str(self.data.raw[split][0]), "--output", str(output)]
         return Step("greedy" if beam == 1 else "beam", argv)
+
+    def checkpoint_path(self, name: str) -> Path:
+        return self.run / "checkpoints" / name
+
+    def average(self, models: list[str], output: str) -> Step:
+        argv = [self.python, str(LAUNCH / "adl_average.py")]
+        argv += ["--inputs", *(str(self.checkpoint_path(m)) for m in models)]
+        return Step(
+            f"average-{len(models)}", argv + ["--output", str(self.checkpoint_path(output))]
+        )
 
 
 class TorchLoop(System):

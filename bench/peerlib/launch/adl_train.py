@@ -1,6 +1,6 @@
 """Run ``adl train`` (the command line, in-process) with the benchmark's record of each
-checkpoint (``peerclock.py``): the update, the seconds since the first update started, and
-the target tokens trained on. ADL stops itself (``train.max_minutes``, whose clock starts
+checkpoint (``peerclock.py``): its file (step-N.pt), the update, the seconds since the first
+update started, and the target tokens trained on. ADL stops itself (``train.max_minutes``, whose clock starts
 just before the first update); nothing of its training is changed.
 
     python adl_train.py --peer-stats FILE [adl train options]
@@ -31,7 +31,7 @@ def main() -> int:
     def recorded_checkpoint(trainer, validate):
         stop = checkpoint(trainer, validate)
         if validate:  # not on an interruption
-            clock.checkpoint(str(trainer.step), trainer.step)
+            clock.checkpoint(trainer.run_dir.step_file(trainer.step).name, trainer.step)
         return stop
 
     Trainer._update = timed_update
