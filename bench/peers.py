@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{len(rounds)} rounds of {args.minutes:g} minutes ({todo} to run), {slots} processes "
         f"at once, {args.threads} thread(s) each, on {device}; after its clock, each run's "
-        "checkpoints are validated (peers)" + ("" if args.tune else " and its test set translated")
+        "checkpoints are validated" + ("" if args.tune else " and its test set translated")
     )
     if args.dry_run:
         for i, jobs in enumerate(rounds, 1):
