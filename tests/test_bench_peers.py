@@ -237,14 +237,10 @@ def test_adl_and_torch_command_lines(recipe, data):
     assert {"train.bleu=false", "train.best_metric=loss", "train.average_last=0"} <= set(sets)
     assert "train.keep_last=0" in sets
     adl = systems.make("adl", r, data, data.root / "a", "cpu")
-    avg = adl.average(["step-200.pt", "step-400.pt"], "average-2.pt")
-    assert avg.argv[1].endswith("launch/adl_average.py")
-    folder = data.root / "a" / "run" / "checkpoints"
-    assert value(avg.argv, "--output") == str(folder / "average-2.pt")
-    assert avg.argv[avg.argv.index("--inputs") + 1 : avg.argv.index("--output")] == [
-        str(folder / "step-200.pt"),
-        str(folder / "step-400.pt"),
-    ]
+    avg = adl.average(["step-0000200.pt", "step-0000400.pt"], "average-2.pt").argv
+    assert avg[1:5] == ["-m", "adl", "average", str(data.root / "a" / "run")]
+    assert value(avg, "--steps") == "200,400"
+    assert value(avg, "--out") == str(data.root / "a" / "run" / "checkpoints" / "average-2.pt")
     tr = adl.translate("average-2.pt", 4, "test", data.root / "o").argv
     assert value(tr, "--checkpoint") == "average-2.pt"  # a file of RUN/checkpoints
     argv = make("torch", recipe, data).train(15).argv

@@ -383,11 +383,10 @@ def test_the_adl_launcher_records_the_clock_of_a_real_run(tmp_path):
     assert [c["name"] for c in points] == ["step-0000002.pt", "step-0000004.pt"]  # its files
     assert 0 < points[0]["tokens"] < points[1]["tokens"] == found["tokens"]
     assert 0 < points[0]["seconds"] <= points[1]["seconds"] <= found["seconds"]
-    # the benchmark's average of them (launch/adl_average.py): ADL's mean, loadable by name
+    # the benchmark's average of them (adl average --steps): ADL's mean, loadable by name
     folder = tmp_path / "run" / "checkpoints"
-    average = ROOT / "bench" / "peerlib" / "launch" / "adl_average.py"
-    argv = [sys.executable, str(average), "--inputs", *(str(folder / c["name"]) for c in points)]
-    done = subprocess.run(argv + ["--output", str(folder / "average-2.pt")], capture_output=True)
+    argv = [sys.executable, "-m", "adl", "average", str(tmp_path / "run"), "--steps", "2,4"]
+    done = subprocess.run(argv + ["--out", str(folder / "average-2.pt")], capture_output=True)
     assert done.returncode == 0, done.stderr[-2000:]
     import torch
 

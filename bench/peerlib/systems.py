@@ -73,11 +73,10 @@ class ADL(System):
         return self.run / "checkpoints" / name
 
     def average(self, models: list[str], output: str) -> Step:
-        argv = [self.python, str(LAUNCH / "adl_average.py")]
-        argv += ["--inputs", *(str(self.checkpoint_path(m)) for m in models)]
-        return Step(
-            f"average-{len(models)}", argv + ["--output", str(self.checkpoint_path(output))]
-        )
+        """``adl average RUN --steps ...``: the step-N.pt files the launcher recorded."""
+        steps = ",".join(str(int(m.removeprefix("step-").removesuffix(".pt"))) for m in models)
+        argv = [self.python, "-m", "adl", "average", str(self.run), "--steps", steps]
+        return Step(f"average-{len(models)}", argv + ["--out", str(self.checkpoint_path(output))])
 
 
 class TorchLoop(System):

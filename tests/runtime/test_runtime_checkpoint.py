@@ -124,6 +124,27 @@ def test_average_of_the_last_n(run, tmp_path):
     assert run_cli("average", str(run.root), "--last", "9")[0] == 1
 
 
+def test_average_of_given_steps(run, tmp_path):
+    kept = sorted(run.step_files())
+    code, out, err = run_cli(
+        "average",
+        str(run.root),
+        "--steps",
+        f"{kept[-1]},{kept[0]}",
+        "--out",
+        str(tmp_path / "s.pt"),
+    )
+    assert code == 0, err
+    assert out.strip() == f"averaged steps {kept[0]}, {kept[-1]} -> {tmp_path / 's.pt'}"
+    avg = ckpt.load(tmp_path / "s.pt")
+    a, b = (ckpt.load(run.step_file(s))["model"] for s in (kept[0], kept[-1]))
+    name = next(k for k, v in a.items() if v.is_floating_point() and not v.equal(b[k]))
+    torch.testing.assert_close(avg["model"][name], (a[name] + b[name]) / 2)
+    code, _, err = run_cli("average", str(run.root), "--steps", "3")  # not kept
+    assert code == 1 and "no checkpoint of step 3 (it has steps " in err
+    assert run_cli("average", str(run.root), "--steps", "x")[0] == 2  # a usage error
+
+
 def test_average_of_the_best_n_and_loading_it(run):
     code, out, _ = run_cli("average", str(run.root), "--best", "2")
     history = ckpt.load(run.last)["trainer"]["history"]

@@ -336,12 +336,28 @@ def average(paths: list[Path]) -> dict[str, Any]:
     }
 
 
-def choose(run: RunDir, last: int | None = None, best: int | None = None) -> list[Path]:
-    """The ``last`` newest step-N.pt files, or the ``best`` best by the run's best metric
-    (from the history kept in last.pt)."""
+def choose(
+    run: RunDir,
+    last: int | None = None,
+    best: int | None = None,
+    steps: list[int] | None = None,
+) -> list[Path]:
+    """The ``last`` newest step-N.pt files, the ``best`` best by the run's best metric
+    (from the history kept in last.pt), or the files of the given ``steps``."""
     files = run.step_files()
     if not files:
         raise CheckpointError(f"{run.root}: no step-N.pt checkpoints to average")
+    if steps is not None:
+        missing = [s for s in steps if s not in files]
+        if missing or not steps:
+            have = ", ".join(f"{s:,}" for s in sorted(files))
+            raise CheckpointError(
+                f"{run.root}: no checkpoint of step {', '.join(f'{s:,}' for s in missing)} "
+                f"(it has steps {have})"
+                if missing
+                else "give at least one step"
+            )
+        return [files[s] for s in sorted(set(steps))]
     n = last if last is not None else best
     if not n or n <= 0:
         raise CheckpointError("give a positive number of checkpoints")
@@ -376,13 +392,14 @@ def average_run(
     last: int | None = None,
     best: int | None = None,
     out: str | Path | None = None,
+    steps: list[int] | None = None,
 ) -> tuple[Path, list[int]]:
-    """Average the last or best N checkpoints of a run into ``out`` (default
-    RUN/checkpoints/average.pt); returns the file and the steps averaged."""
+    """Average the last or best N checkpoints of a run, or those of the given ``steps``, into
+    ``out`` (default RUN/checkpoints/average.pt); returns the file and the steps averaged."""
     run = RunDir(Path(run_dir))
     if not run.root.is_dir():
         raise CheckpointError(f"{run_dir}: no such run directory")
-    state = average(choose(run, last, best))
+    state = average(choose(run, last, best, steps))
     target = Path(out) if out else run.average
     save(state, target)
     return target, state["averaged_steps"]
