@@ -41,6 +41,12 @@ except ImportError:  # pragma: no cover - Windows: no flock, runs are not locked
 _STEP = re.compile(r"^step-(\d+)\.pt$")
 
 
+def step_of(name: str) -> int | None:
+    """The step of a step checkpoint's file name (``step-0001200.pt`` -> 1200), else None."""
+    m = _STEP.match(name)
+    return int(m.group(1)) if m else None
+
+
 class _At:
     """A path of the run folder: ``RunDir(root).NAME`` is ``root / parts...``."""
 
@@ -85,9 +91,9 @@ class RunDir:
             return {}
         found = {}
         for p in self.checkpoints.iterdir():
-            m = _STEP.match(p.name)
-            if m:
-                found[int(m.group(1))] = p
+            step = step_of(p.name)
+            if step is not None:
+                found[step] = p
         return dict(sorted(found.items()))
 
     def holds_a_run(self) -> bool:

@@ -15,16 +15,18 @@ import json
 import sys
 from pathlib import Path
 
+from adl.runtime.rundir import step_of
+
 from .base import LAUNCH, ROOT, Data, Step, System
 from .fairseq_system import Fairseq
 from .recipe import ARCH, Recipe
 from .sockeye_system import Sockeye
 
 NO_LIMIT_STEPS = 100_000_000  # ADL needs a step limit; the minutes stop the run first
-# On the clock ADL validates as the peers do: its loss every valid_every updates, no
-# translation (train.bleu=false: the preset's BLEU of a validation sample, chosen by, and the
-# averages of train.average_last, would cost ADL 1-7 % of its clock), and it keeps every
-# checkpoint; selection.py chooses among them after the clock, by the recipe's rule.
+# On the clock ADL validates as the peers do: only its loss, every valid_every updates (the
+# preset's greedy BLEU of the validation sample and its in-run averages cost ADL 1-7 % of its
+# clock), and it keeps every checkpoint; selection.py chooses among them after the clock, by
+# the recipe's rule.
 VALIDATE_AS_PEERS = (
     "train.bleu=false",
     "train.best_metric=loss",
@@ -74,7 +76,7 @@ class ADL(System):
 
     def average(self, models: list[str], output: str) -> Step:
         """``adl average RUN --steps ...``: the step-N.pt files the launcher recorded."""
-        steps = ",".join(str(int(m.removeprefix("step-").removesuffix(".pt"))) for m in models)
+        steps = ",".join(str(step_of(m)) for m in models)
         argv = [self.python, "-m", "adl", "average", str(self.run), "--steps", steps]
         return Step(f"average-{len(models)}", argv + ["--out", str(self.checkpoint_path(output))])
 

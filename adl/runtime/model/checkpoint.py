@@ -348,14 +348,13 @@ def choose(
     if not files:
         raise CheckpointError(f"{run.root}: no step-N.pt checkpoints to average")
     if steps is not None:
-        missing = [s for s in steps if s not in files]
-        if missing or not steps:
-            have = ", ".join(f"{s:,}" for s in sorted(files))
+        if not steps:
+            raise CheckpointError("give at least one step")
+        missing = ", ".join(f"{s:,}" for s in steps if s not in files)
+        if missing:
+            have = ", ".join(f"{s:,}" for s in files)  # step_files() is sorted
             raise CheckpointError(
-                f"{run.root}: no checkpoint of step {', '.join(f'{s:,}' for s in missing)} "
-                f"(it has steps {have})"
-                if missing
-                else "give at least one step"
+                f"{run.root}: no checkpoint of step {missing} (it has steps {have})"
             )
         return [files[s] for s in sorted(set(steps))]
     n = last if last is not None else best

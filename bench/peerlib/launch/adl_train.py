@@ -1,7 +1,7 @@
 """Run ``adl train`` (the command line, in-process) with the benchmark's record of each
 checkpoint (``peerclock.py``): its file (step-N.pt), the update, the seconds since the first
-update started, and the target tokens trained on. ADL stops itself (``train.max_minutes``, whose clock starts
-just before the first update); nothing of its training is changed.
+update started, and the target tokens trained on. ADL stops itself (``train.max_minutes``,
+whose clock starts just before the first update); nothing of its training is changed.
 
     python adl_train.py --peer-stats FILE [adl train options]
 """
