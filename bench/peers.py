@@ -3,6 +3,7 @@ and a paired test, and a recipe search run by every system alike.
 
     python bench/peers.py [--corpus DIR] [--minutes 15] [--peers sockeye,fairseq]
                           [--seeds 3] [--recipes FILE] [--preset small_cpu] [--out DIR]
+                          [--results DIR]
     python bench/peers.py --tune [--grid dropout=0,0.1,0.3 --grid lr=1e-3,2e-3] ...
 
 1. The corpus (default: the bundled Bible corpus, English-French verses of at most 20 words,
@@ -33,7 +34,9 @@ and a paired test, and a recipe search run by every system alike.
 every cell of ``--grid``; each keeps its best by validation score; ``OUT/recipes.json`` is
 what ``--recipes`` reads on the test corpora. A finished run (``result.json`` in its
 folder) is never run again: an interrupted benchmark or search continues where it stopped
-when started again with the same options. The peers' virtualenvs are made once under
+when started again with the same options; with ``--results DIR`` (a folder git tracks) it
+continues on another machine too, from the results and translations each run kept there
+(bench/peerlib/kept.py). The peers' virtualenvs are made once under
 ``--cache`` (bench/peerlib/venvs.py). ``--dry-run`` prints the training commands.
 """
 
@@ -52,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peerlib import recipe as recipe_mod  # noqa: E402
 from peerlib import report, systems, table, tune, venvs  # noqa: E402
 from peerlib.base import Data, read_lines  # noqa: E402
+from peerlib.kept import Kept  # noqa: E402
 from peerlib.prepare import find_files, prepare  # noqa: E402
 from peerlib.recipe import Recipe  # noqa: E402
 from peerlib.runs import Job, run_rounds  # noqa: E402
@@ -193,6 +197,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", default="small_cpu", help="the ADL preset every system follows")
     p.add_argument("--set", action="append", default=[], dest="sets", metavar="KEY=VALUE")
     p.add_argument("--out", type=Path, help="output folder (default runs/peers/CORPUS)")
+    p.add_argument(
+        "--results",
+        type=Path,
+        metavar="DIR",
+        help="keep each finished run's result and translations, and the tables, in DIR too "
+        "(a folder git tracks): started again elsewhere, the benchmark continues from them",
+    )
     p.add_argument("--cache", type=Path, default=ROOT / "data" / "cache" / "peers")
     p.add_argument("--threads", type=int, default=1, help="threads per process")
     p.add_argument("--slots", type=int, help="processes at once (default cores / threads)")
@@ -255,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     if not args.dry_run:
         check_settings(out, settings)
+        if args.results:
+            check_settings(args.results.resolve(), settings)
 
     files = find_files(corpus, tuple(args.langs) if args.langs else None)
     print(f"corpus {corpus}: preparing one sentencepiece model and the pieces -> {out}/data")
@@ -297,7 +310,13 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"# round {i}, {j.system.label}, seed {j.seed}, {step.name}")
                     print(shlex.join(step.argv))
         return 0
-    results = run_rounds(rounds, args.threads)
+    kept = Kept(args.results.resolve(), out) if args.results else None
+    if kept:
+        restored = kept.restore([j for jobs in rounds for j in jobs])
+        if restored:
+            print(f"{restored} finished runs copied back from {shown(kept.root)}")
+    results = run_rounds(rounds, args.threads, on_finish=kept.keep if kept else None)
+    outs = [out, *([kept.root] if kept else [])]  # where the tables go
     labels = {n: systems.SYSTEMS[n].label for n in names}
     if args.tune:
         found = tune.choose(results, grid)
@@ -309,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
             "metric": base.best_metric,
             "preset": args.preset,
         }
-        tune.write(out / "recipes.json", found, about)
+        for folder in outs:
+            tune.write(folder / "recipes.json", found, about)
         md = "\n".join(
             [
                 f"### Recipe search on {corpus.resolve().name}",
@@ -317,7 +337,8 @@ def main(argv: list[str] | None = None) -> int:
                 *tune.markdown(found, labels, base.best_metric),
             ]
         )
-        (out / "table.md").write_text(md + "\n", encoding="utf-8")
+        for folder in outs:
+            (folder / "table.md").write_text(md + "\n", encoding="utf-8")
         print(md)
         print(f"-> {out / 'recipes.json'} (give it to --recipes)")
         return 0
@@ -327,7 +348,6 @@ def main(argv: list[str] | None = None) -> int:
     title = f"Peers on {corpus.resolve().name}"
     done = report.report(results, beams, refs, title, notes)
     picture = report.draw_curves(results, out / "curves.png", title)
-    (out / "table.md").write_text(done.markdown, encoding="utf-8")
     record = {
         **settings,
         "recipe": base.to_dict(),
@@ -337,7 +357,9 @@ def main(argv: list[str] | None = None) -> int:
         **done.to_dict(),
         "runs": [{k: v for k, v in r.items() if k != "folder"} for r in results],
     }
-    (out / "results.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    for folder in outs:
+        (folder / "table.md").write_text(done.markdown, encoding="utf-8")
+        (folder / "results.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     print(done.markdown)
     if picture:
         print(f"curves: {picture}")

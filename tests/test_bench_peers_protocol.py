@@ -13,8 +13,8 @@ from conftest import ROOT
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "bench" / "peerlib" / "launch"))
 
+from peerlib import kept, report, runs, selection, stats, tune  # noqa: E402
 from peerlib import recipe as recipe_mod  # noqa: E402
-from peerlib import report, runs, selection, stats, tune  # noqa: E402
 from peerlib.base import Data, Step, System, read_lines  # noqa: E402
 from sacrebleu.metrics import BLEU  # noqa: E402
 
@@ -136,6 +136,37 @@ def test_a_finished_job_is_not_run_again(recipe, data, tmp_path):
     runs.run_rounds([jobs], 1, say=lambda _: None)
     assert len(read_lines(calls)) == 3  # only that one trained again, from its start
     assert not (jobs[1].out / "leftover").exists() and jobs[1].finished()
+
+
+def test_kept_runs_continue_a_benchmark_on_a_fresh_machine(recipe, data, tmp_path):
+    calls = tmp_path / "calls.txt"
+    quality = {"c1": 3, "c2": 5, "c3": 4, "average-2.pt": 4, "average-3.pt": 6}
+
+    def jobs(out):  # one round of two seeds, as bench_rounds lays out its folders
+        return [
+            runs.Job(fake(recipe, data, out / f"seed{s}" / "fake", quality, calls), s, "g", 1, [4])
+            for s in (1, 2)
+        ]
+
+    out, store = tmp_path / "out", tmp_path / "docs" / "results"
+    first = jobs(out)
+    keep = kept.Kept(store, out)
+    runs.run_rounds([first[:1]], 1, say=lambda _: None, on_finish=keep.keep)
+    place = store / "seed1" / "fake"
+    assert sorted(p.name for p in place.iterdir()) == [runs.RESULT, "test.beam4.txt"]
+    assert not (store / "seed2").exists()  # nothing kept of a job that did not run
+    # a fresh machine: the same options, an empty --out, the kept files
+    again = jobs(tmp_path / "fresh")
+    keep = kept.Kept(store, tmp_path / "fresh")
+    (again[1].out).mkdir(parents=True)
+    (again[1].out / "leftover").write_text("x")
+    assert keep.restore(again) == 1 and again[0].finished() and not again[1].finished()
+    results = runs.run_rounds([again], 1, say=lambda _: None, on_finish=keep.keep)
+    assert len(read_lines(calls)) == 2  # seed 1 was not trained again, seed 2 was
+    assert results[0]["scores"] == first[0].result()["scores"]
+    assert read_lines(runs.hyp_file(again[0].out, 4)) == read_lines(runs.hyp_file(place, 4))
+    assert (store / "seed2" / "fake" / runs.RESULT).is_file()
+    assert keep.restore(again) == 0  # finished where it runs: nothing copied over it
 
 
 def test_a_failed_job_is_reported_and_run_again_later(recipe, data, tmp_path):

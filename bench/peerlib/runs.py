@@ -20,6 +20,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -186,9 +187,15 @@ def prune(system: System, stats: TrainStats, selection: Selection) -> None:
             path.unlink()
 
 
-def run_rounds(rounds: list[list[Job]], threads: int, say=print) -> list[dict]:
+def run_rounds(
+    rounds: list[list[Job]],
+    threads: int,
+    say=print,
+    on_finish: Callable[[Job], None] | None = None,
+) -> list[dict]:
     """Run the unfinished jobs of each round at the same time; the results of all jobs
-    (finished ones read back; a failed job gives ``{"failed": why, ...}``)."""
+    (finished ones read back; a failed job gives ``{"failed": why, ...}``). ``on_finish``
+    is called with each job that finishes here (``kept.py`` keeps its files)."""
     results: list[dict] = []
     for i, jobs in enumerate(rounds, 1):
         todo = [j for j in jobs if not j.finished()]
@@ -205,7 +212,8 @@ def run_rounds(rounds: list[list[Job]], threads: int, say=print) -> list[dict]:
         for k, job in enumerate(jobs):
             if job in todo:
                 beside = [j.system.name for j in todo if j is not job]
-                t = threading.Thread(target=_work, args=(job, threads, beside, found, k))
+                args = (job, threads, beside, found, k, on_finish)
+                t = threading.Thread(target=_work, args=args)
                 t.start()
                 workers.append(t)
         for t in workers:
@@ -219,12 +227,22 @@ def run_rounds(rounds: list[list[Job]], threads: int, say=print) -> list[dict]:
     return results
 
 
-def _work(job: Job, threads: int, beside: list[str], found: dict[int, dict], k: int) -> None:
+def _work(
+    job: Job,
+    threads: int,
+    beside: list[str],
+    found: dict[int, dict],
+    k: int,
+    on_finish: Callable[[Job], None] | None,
+) -> None:
     """One job in its thread: ``found[k]`` is its result, or its failure."""
     try:
         found[k] = execute(job, threads, beside)
     except Exception as exc:  # one job's failure is reported, the others go on
         found[k] = failed(job, str(exc))
+        return
+    if on_finish is not None:
+        on_finish(job)
 
 
 def failed(job: Job, why: str) -> dict:

@@ -1,0 +1,65 @@
+"""Finished runs kept where git can hold them, so a benchmark continues on a fresh machine.
+
+A benchmark's folder (``--out``, under ``runs/``, which git ignores) holds every run's
+checkpoints and logs; a machine that is handed back loses them. With ``--results DIR``
+each job, when it finishes, copies the few small files that make it finished into
+``DIR`` at the same place below it as below ``--out``: its ``result.json`` and its test
+translations (``test.beamK.txt``, what the report's paired test reads). ``DIR`` also gets
+the benchmark's settings (``benchmark.json``), checked like ``--out``'s. Started again on
+another machine with the same options, the benchmark copies the kept files of every job
+back into ``--out`` before it runs anything, so those jobs are finished there and only the
+others train. Commit ``DIR`` as runs finish (``docs/results/peers/...``).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from .runs import RESULT, Job
+
+# the files of a finished job that the report needs (the rest: checkpoints, logs)
+PATTERNS = (RESULT, "test.beam*.txt")
+
+
+class Kept:
+    """The kept copies, under ``root``, of the jobs of a benchmark folder ``out``."""
+
+    def __init__(self, root: Path, out: Path):
+        self.root, self.out = Path(root), Path(out)
+
+    def place(self, job: Job) -> Path:
+        """Where ``job``'s files are kept: its folder's place below ``out``, below ``root``."""
+        return self.root / job.out.relative_to(self.out)
+
+    def keep(self, job: Job) -> None:
+        """Copy a finished job's result and translations (the result last: a copy stopped
+        half-way is not finished)."""
+        place = self.place(job)
+        place.mkdir(parents=True, exist_ok=True)
+        for path in files(job.out):
+            tmp = place / (path.name + ".tmp")
+            shutil.copyfile(path, tmp)
+            tmp.replace(place / path.name)
+
+    def restore(self, jobs: list[Job]) -> int:
+        """Copy back the kept files of every job that is not finished in ``out`` but is kept;
+        returns how many. A job's folder is emptied first (what an unfinished run left)."""
+        n = 0
+        for job in jobs:
+            place = self.place(job)
+            if job.finished() or not (place / RESULT).is_file():
+                continue
+            if job.out.exists():
+                shutil.rmtree(job.out)
+            job.out.mkdir(parents=True)
+            for path in files(place):
+                shutil.copyfile(path, job.out / path.name)
+            n += 1
+        return n
+
+
+def files(folder: Path) -> list[Path]:
+    """The kept files of a job's folder, its result last."""
+    found = sorted({p for pattern in PATTERNS for p in folder.glob(pattern) if p.is_file()})
+    return sorted(found, key=lambda p: p.name == RESULT)
