@@ -325,3 +325,23 @@ def test_the_second_domhan_spec_has_every_row_of_tables_2_to_4():
     assert {f.name for f in arch.glob("table[234]_*.adl")} <= files  # 19 rows: 3 + 8 + 8
     assert len(spec.systems) == 19 and len(plan.runs) == 57
     assert spec.preset == "domhan2018_bible"  # Table 5's recipe and depth
+
+
+@pytest.mark.parametrize(
+    "long, short",
+    [("you2020_long", "you2020"), ("xu2020_long", "xu2020"), ("domhan2018_long", "domhan2018")],
+)
+def test_a_long_spec_trains_its_short_specs_systems_four_times_as_long(long, short):
+    # the test of a short budget changes the budget only: same files, recipe and decoding
+    a, _ = sweep.load(long, "/nonexistent/out")
+    b, _ = sweep.load(short, "/nonexistent/out")
+    assert a.steps == 4 * b.steps and a.preset == b.preset and a.decode == b.decode
+    assert a.seeds == b.seeds and a.settings == b.settings and a.vars == b.vars
+    for system in a.systems:
+        twin = b.system(system.name)
+        assert twin is not None, system.name
+        assert (system.files, system.vars, system.settings) == (
+            twin.files,
+            twin.vars,
+            twin.settings,
+        )
