@@ -33,14 +33,11 @@ class Kept:
         return self.root / job.out.relative_to(self.out)
 
     def keep(self, job: Job) -> None:
-        """Copy a finished job's result and translations (the result last: a copy stopped
-        half-way is not finished)."""
+        """Copy a finished job's result and translations into its place."""
         place = self.place(job)
         place.mkdir(parents=True, exist_ok=True)
         for path in files(job.out):
-            tmp = place / (path.name + ".tmp")
-            shutil.copyfile(path, tmp)
-            tmp.replace(place / path.name)
+            copy(path, place)
 
     def restore(self, jobs: list[Job]) -> int:
         """Copy back the kept files of every job that is not finished in ``out`` but is kept;
@@ -54,7 +51,7 @@ class Kept:
                 shutil.rmtree(job.out)
             job.out.mkdir(parents=True)
             for path in files(place):
-                shutil.copyfile(path, job.out / path.name)
+                copy(path, job.out)
             n += 1
         return n
 
@@ -63,3 +60,11 @@ def files(folder: Path) -> list[Path]:
     """The kept files of a job's folder, its result last."""
     found = sorted({p for pattern in PATTERNS for p in folder.glob(pattern) if p.is_file()})
     return sorted(found, key=lambda p: p.name == RESULT)
+
+
+def copy(path: Path, folder: Path) -> None:
+    """Copy ``path`` into ``folder`` whole or not at all (through a temporary file): with the
+    result copied last, a copy stopped half-way leaves no finished job, kept or restored."""
+    tmp = folder / (path.name + ".tmp")
+    shutil.copyfile(path, tmp)
+    tmp.replace(folder / path.name)
