@@ -312,6 +312,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     kept = Kept(args.results.resolve(), out) if args.results else None
     if kept:
+        try:
+            kept.check([j for jobs in rounds for j in jobs])
+        except ValueError as exc:
+            p.error(f"--results: {exc}")
         restored = kept.restore([j for jobs in rounds for j in jobs])
         if restored:
             print(f"{restored} finished runs copied back from {shown(kept.root)}")

@@ -4,6 +4,8 @@ test and its tie rule, the recipe search, the report, the launchers' clock and l
 
 import json
 import os
+import shutil
+import subprocess
 import sys
 import types
 
@@ -167,6 +169,28 @@ def test_kept_runs_continue_a_benchmark_on_a_fresh_machine(recipe, data, tmp_pat
     assert read_lines(runs.hyp_file(again[0].out, 4)) == read_lines(runs.hyp_file(place, 4))
     assert (store / "seed2" / "fake" / runs.RESULT).is_file()
     assert keep.restore(again) == 0  # finished where it runs: nothing copied over it
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_results_folder_git_would_ignore_is_refused(recipe, data, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / ".gitignore").write_text("/runs/\nscratch/\n")
+    out = repo / "runs" / "peers" / "x"  # the run folders: ignored, as they should be
+
+    def job(folder):
+        return runs.Job(fake(recipe, data, out / folder / "fake", {}, "c"), 1, "g", 1, [1])
+
+    kept.Kept(repo / "docs" / "results", out).check([job("runs/g/seed1")])  # kept: committed
+    refused = kept.Kept(repo / "docs" / "results", out)
+    with pytest.raises(ValueError, match=r"git ignores .*\.gitignore:2:scratch/"):
+        refused.check([job("runs/g/seed1"), job("scratch/seed1")])
+    # this project's own rules keep a benchmark's layout (runs/GROUP/seedN/SYSTEM) committable
+    layout = ROOT / "docs" / "results" / "peers" / "x" / "runs" / "adl+sockeye" / "seed1"
+    assert kept.ignored_by_git([layout / "adl" / runs.RESULT]) == []
+    # outside any git work tree there is nothing to check
+    kept.Kept(tmp_path / "elsewhere", out).check([job("scratch/seed1")])
 
 
 def test_a_failed_job_is_reported_and_run_again_later(recipe, data, tmp_path):

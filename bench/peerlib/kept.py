@@ -8,12 +8,16 @@ translations (``test.beamK.txt``, what the report's paired test reads). ``DIR`` 
 the benchmark's settings (``benchmark.json``), checked like ``--out``'s. Started again on
 another machine with the same options, the benchmark copies the kept files of every job
 back into ``--out`` before it runs anything, so those jobs are finished there and only the
-others train. Commit ``DIR`` as runs finish (``docs/results/peers/...``).
+others train. Commit ``DIR`` as runs finish (``docs/results/peers/...``). A ``DIR`` in
+which git would ignore the kept files (a ``.gitignore`` rule such as ``runs/`` matching a
+folder of the layout) is refused before anything runs (:meth:`Kept.check`): its runs
+would be lost with the machine all the same.
 """
 
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 from .runs import RESULT, Job
@@ -31,6 +35,15 @@ class Kept:
     def place(self, job: Job) -> Path:
         """Where ``job``'s files are kept: its folder's place below ``out``, below ``root``."""
         return self.root / job.out.relative_to(self.out)
+
+    def check(self, jobs: list[Job]) -> None:
+        """Raise ValueError when git would ignore a file kept for one of ``jobs``."""
+        ignored = ignored_by_git([self.place(job) / RESULT for job in jobs])
+        if ignored:
+            raise ValueError(
+                f"git ignores what would be kept in {self.root} ({ignored[0]}): "
+                "change the rule or choose another folder"
+            )
 
     def keep(self, job: Job) -> None:
         """Copy a finished job's result and translations into its place."""
@@ -54,6 +67,27 @@ class Kept:
                 copy(path, job.out)
             n += 1
         return n
+
+
+def ignored_by_git(paths: list[Path]) -> list[str]:
+    """Those of ``paths`` (existing or not) that git would not commit, each as ``RULE\tPATH``
+    (``git check-ignore -v``); none when they are not in a git work tree or git is missing."""
+    if not paths:
+        return []
+    top = Path(paths[0]).resolve()
+    while not top.is_dir():
+        top = top.parent
+    try:
+        found = subprocess.run(
+            ["git", "-C", str(top), "check-ignore", "--verbose", "--stdin"],
+            input="\n".join(str(Path(p).resolve()) for p in paths),
+            capture_output=True,
+            text=True,
+        )
+    except OSError:
+        return []
+    # 0: some are ignored, 1: none is; 128: not a work tree (nothing git could commit)
+    return found.stdout.splitlines() if found.returncode == 0 else []
 
 
 def files(folder: Path) -> list[Path]:
