@@ -312,11 +312,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     kept = Kept(args.results.resolve(), out) if args.results else None
     if kept:
+        every = [j for jobs in rounds for j in jobs]
         try:
-            kept.check([j for jobs in rounds for j in jobs])
+            kept.check(every)
         except ValueError as exc:
             p.error(f"--results: {exc}")
-        restored = kept.restore([j for jobs in rounds for j in jobs])
+        restored = kept.restore(every)
         if restored:
             print(f"{restored} finished runs copied back from {shown(kept.root)}")
     results = run_rounds(rounds, args.threads, on_finish=kept.keep if kept else None)

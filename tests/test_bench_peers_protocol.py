@@ -182,10 +182,10 @@ def test_a_results_folder_git_would_ignore_is_refused(recipe, data, tmp_path):
     def job(folder):
         return runs.Job(fake(recipe, data, out / folder / "fake", {}, "c"), 1, "g", 1, [1])
 
-    kept.Kept(repo / "docs" / "results", out).check([job("runs/g/seed1")])  # kept: committed
-    refused = kept.Kept(repo / "docs" / "results", out)
+    results = kept.Kept(repo / "docs" / "results", out)
+    results.check([job("runs/g/seed1")])  # kept files there: committed
     with pytest.raises(ValueError, match=r"git ignores .*\.gitignore:2:scratch/"):
-        refused.check([job("runs/g/seed1"), job("scratch/seed1")])
+        results.check([job("runs/g/seed1"), job("scratch/seed1")])
     # this project's own rules keep a benchmark's layout (runs/GROUP/seedN/SYSTEM) committable
     layout = ROOT / "docs" / "results" / "peers" / "x" / "runs" / "adl+sockeye" / "seed1"
     assert kept.ignored_by_git([layout / "adl" / runs.RESULT]) == []
