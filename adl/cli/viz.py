@@ -53,12 +53,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
         metavar="R",
         help="γ of gauss_src_att when the text gives no ratio= (default 1)",
     )
-    pat.add_argument(
-        "--out",
-        default="pattern.png",
-        metavar="FILE",
-        help="the PNG to write (default pattern.png)",
-    )
+    _add_out(pat, "pattern.png", default="pattern.png")
     pat.set_defaults(run=run_pattern)
 
     att = kinds.add_parser(
@@ -94,9 +89,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="draw at most N (layer, head) panels (32)",
     )
-    att.add_argument(
-        "--out", metavar="FILE", help="the PNG to write (default RUN/pictures/attention.png)"
-    )
+    _add_out(att, "RUN/pictures/attention.png")
     att.set_defaults(run=run_attention)
 
     cur = kinds.add_parser(
@@ -106,10 +99,16 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "by step, from RUN/metrics.jsonl.",
     )
     cur.add_argument("run_dir", metavar="RUN", help="a run directory of adl train")
-    cur.add_argument(
-        "--out", metavar="FILE", help="the PNG to write (default RUN/pictures/curves.png)"
-    )
+    _add_out(cur, "RUN/pictures/curves.png")
     cur.set_defaults(run=run_curves)
+
+
+def _add_out(p: argparse.ArgumentParser, shown: str, default: str | None = None) -> None:
+    """``--out FILE``: the PNG a picture command writes (``shown``: its default, as help
+    says it; None as ``default``: the command picks it from the run)."""
+    p.add_argument(
+        "--out", default=default, metavar="FILE", help=f"the PNG to write (default {shown})"
+    )
 
 
 def run_pattern(args: argparse.Namespace) -> int:
