@@ -49,6 +49,12 @@ class Step:
     env: dict[str, str] = field(default_factory=dict)  # added to the environment
     timeout: float | None = None  # seconds; the process is stopped after this
 
+    @classmethod
+    def translation(cls, beam: int, argv: list[str], env: dict[str, str] | None = None) -> Step:
+        """A test-set translation: named ``greedy`` (beam 1) or ``beam``, as the job's
+        outputs and logs are."""
+        return cls("greedy" if beam == 1 else "beam", argv, env or {})
+
 
 @dataclass(frozen=True)
 class Checkpoint:

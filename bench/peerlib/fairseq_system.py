@@ -128,7 +128,7 @@ class Fairseq(System):
             argv += ["--cpu"]
         # its own checkpoints hold argparse objects: torch 2.6+ refuses them by default
         env = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
-        return Step("greedy" if beam == 1 else "beam", argv, env)
+        return Step.translation(beam, argv, env)
 
     def checkpoint_path(self, name: str) -> Path:
         return self.checkpoints / name

@@ -102,7 +102,7 @@ class Sockeye(System):
         argv += ["--beam-size", str(beam), "--batch-size", "32"]
         if self.cpu:
             argv += ["--use-cpu"]
-        return Step("greedy" if beam == 1 else "beam", argv)
+        return Step.translation(beam, argv)
 
     def average(self, models: list[str], output: str) -> Step:
         # sockeye.average with several .params files averages them (arguments.py

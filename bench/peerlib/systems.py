@@ -69,7 +69,7 @@ class ADL(System):
         argv += ["--checkpoint", model, "--beam", str(beam), "--device", self.device]
         argv += ["--max-len-a", f"{r.len_a:g}", "--max-len-b", str(r.len_b)]
         argv += ["--input", str(self.data.raw[split][0]), "--output", str(output)]
-        return Step("greedy" if beam == 1 else "beam", argv)
+        return Step.translation(beam, argv)
 
     def checkpoint_path(self, name: str) -> Path:
         return self.run / "checkpoints" / name
@@ -102,7 +102,7 @@ class TorchLoop(System):
         argv += ["--spm", str(self.data.spm), "--device", self.device, "--beam", str(beam)]
         argv += ["--len-a", f"{r.len_a:g}", "--len-b", str(r.len_b)]
         argv += ["--input", str(self.data.raw[split][0]), "--output", str(output)]
-        return Step("greedy" if beam == 1 else "beam", argv)
+        return Step.translation(beam, argv)
 
     def checkpoint_path(self, name: str) -> Path:
         return self.out / "checkpoints" / name
