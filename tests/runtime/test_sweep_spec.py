@@ -3,6 +3,7 @@ bundled specs check; the measurement of training throughput; the paired signific
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 from pathlib import Path
@@ -16,6 +17,7 @@ from adl.runtime.sweep.located import load
 from adl.runtime.sweep.plan import data_files
 from adl.runtime.sweep.significance import paired_test
 from adl.runtime.sweep.spec import DATA_KEYS, SYSTEM_KEYS, TOP_KEYS, decode_keys
+from adl.runtime.sweep.table import corpus
 
 ENC = "pos -> res_nd(mh_dot_self_att) -> res_nd(ffl) -> norm\n"
 DEC = "pos -> res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) -> res_nd(ffl) -> norm\n"
@@ -337,6 +339,11 @@ def test_a_long_spec_trains_its_short_specs_systems_four_times_as_long(long, sho
     b, _ = sweep.load(short, "/nonexistent/out")
     assert a.steps == 4 * b.steps and a.preset == b.preset and a.decode == b.decode
     assert a.seeds == b.seeds and a.settings == b.settings and a.vars == b.vars
+    assert_same_systems(a, b)
+
+
+def assert_same_systems(a, b):
+    """Every system of spec ``a`` is the system of that name in ``b``: files, vars, settings."""
     for system in a.systems:
         twin = b.system(system.name)
         assert twin is not None, system.name
@@ -345,3 +352,17 @@ def test_a_long_spec_trains_its_short_specs_systems_four_times_as_long(long, sho
             twin.vars,
             twin.settings,
         )
+
+
+def test_the_corpus_spec_trains_domhan_on_the_whole_bible_and_changes_nothing_else():
+    # the test of a small corpus changes the corpus only: same files, recipe, budget, decoding
+    a, _ = sweep.load("domhan2018_corpus", "/nonexistent/out")
+    b, _ = sweep.load("domhan2018", "/nonexistent/out")
+    assert a.data.max_words is None and b.data.max_words == 20
+    assert dataclasses.replace(a.data, max_words=20) == b.data
+    # the tables say which corpus each trained on
+    assert corpus(a) == "the Bible en-fr, every verse"
+    assert corpus(b) == "the Bible en-fr, verses of at most 20 words a side"
+    assert a.steps == b.steps and a.preset == b.preset and a.decode == b.decode
+    assert a.seeds == b.seeds and a.settings == b.settings and a.vars == b.vars
+    assert_same_systems(a, b)

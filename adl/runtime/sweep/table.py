@@ -14,6 +14,7 @@ from typing import Any
 
 from adl.runtime.sweep.plan import Plan
 from adl.runtime.sweep.significance import SIGNIFICANT, paired_test
+from adl.runtime.sweep.spec import Spec
 from adl.runtime.sweep.state import write_json, write_text
 
 COLUMNS = (
@@ -255,6 +256,18 @@ def to_csv(table: Table) -> str:
     return f.getvalue()
 
 
+def corpus(spec: Spec) -> str:
+    """The spec's training data in a few words: the Bible's pair and verse length, or the
+    user's files."""
+    d = spec.data
+    if not d.bible:
+        return f"your own, `{Path(d.train or '').name}.*`"  # the name only: no machine's folder
+    verses = (
+        "every verse" if d.max_words is None else f"verses of at most {d.max_words} words a side"
+    )
+    return f"the Bible {d.pair}, {verses}"
+
+
 def markdown(table: Table, title: bool = True) -> str:
     """The table as Markdown: what ``adl sweep report`` prints and docs/experiments.md holds
     (there without the title), made from the result files alone: nothing in it depends on the
@@ -278,7 +291,7 @@ def markdown(table: Table, title: bool = True) -> str:
         lines += [spec.description.strip(), ""]
     test_set = f"{table.sentences:,} sentences" if table.sentences else "not read yet (no run done)"
     lines += [
-        f"Test set: {test_set}. Each run: {budget or 'the preset budget'}, "
+        f"Corpus: {corpus(spec)}. Test set: {test_set}. Each run: {budget or 'the preset budget'}, "
         f"preset `{Path(spec.preset).stem}`; seeds {', '.join(map(str, spec.seeds))}; "
         f"decoded from the {spec.checkpoint} checkpoint with beam {'/'.join(beams)}.",
         "",
