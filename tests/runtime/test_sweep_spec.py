@@ -337,13 +337,15 @@ def test_a_long_spec_trains_its_short_specs_systems_four_times_as_long(long, sho
     # the test of a short budget changes the budget only: same files, recipe and decoding
     a, _ = sweep.load(long, "/nonexistent/out")
     b, _ = sweep.load(short, "/nonexistent/out")
-    assert a.steps == 4 * b.steps and a.preset == b.preset and a.decode == b.decode
+    assert a.steps == 4 * b.steps
+    assert_same_but_for_budget_and_data(a, b)
+
+
+def assert_same_but_for_budget_and_data(a, b):
+    """Spec ``a`` trains as ``b`` does (preset, decoding, seeds, settings, vars), and each of
+    its systems is the system of that name in ``b`` (files, vars, settings)."""
+    assert a.preset == b.preset and a.decode == b.decode
     assert a.seeds == b.seeds and a.settings == b.settings and a.vars == b.vars
-    assert_same_systems(a, b)
-
-
-def assert_same_systems(a, b):
-    """Every system of spec ``a`` is the system of that name in ``b``: files, vars, settings."""
     for system in a.systems:
         twin = b.system(system.name)
         assert twin is not None, system.name
@@ -363,6 +365,5 @@ def test_the_corpus_spec_trains_domhan_on_the_whole_bible_and_changes_nothing_el
     # the tables say which corpus each trained on
     assert corpus(a) == "the Bible en-fr, every verse"
     assert corpus(b) == "the Bible en-fr, verses of at most 20 words a side"
-    assert a.steps == b.steps and a.preset == b.preset and a.decode == b.decode
-    assert a.seeds == b.seeds and a.settings == b.settings and a.vars == b.vars
-    assert_same_systems(a, b)
+    assert a.steps == b.steps
+    assert_same_but_for_budget_and_data(a, b)
