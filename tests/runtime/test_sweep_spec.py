@@ -367,3 +367,17 @@ def test_the_corpus_spec_trains_domhan_on_the_whole_bible_and_changes_nothing_el
     assert corpus(b) == "the Bible en-fr, verses of at most 20 words a side"
     assert a.steps == b.steps
     assert_same_but_for_budget_and_data(a, b)
+
+
+def test_fonollosas_joint_models_also_train_with_the_control_recipe():
+    # the order measured with the paper's recipe, tested where the models learn: each joint
+    # model once more with exactly the settings of the Transformer's recipe control
+    spec, _ = sweep.load("fonollosa2019", "/nonexistent/out")
+    control = spec.system("TRANSFORMER-demo-recipe")
+    assert control is not None and control.settings
+    for name in ("JOINT", "LOCAL-JOINT"):
+        model, again = spec.system(name), spec.system(f"{name}-demo-recipe")
+        assert model is not None and again is not None, name
+        assert (again.files, again.vars) == (model.files, model.vars)
+        assert not model.settings
+        assert [s[:2] for s in again.settings] == [s[:2] for s in control.settings]
