@@ -7,7 +7,7 @@ import textwrap
 import yaml
 from conftest import ROOT
 
-from adl.lsp.settings import Settings, SettingsFinder
+from adl.lsp.settings import PARENTS, Settings, SettingsFinder
 
 
 def read(path):
@@ -75,9 +75,13 @@ def test_a_spec_above_the_file_and_its_changes(tmp_path):
 
 
 def test_a_file_no_spec_names_gets_the_defaults_without_the_runtime(tmp_path):
-    path = tmp_path / "x.enc.adl"
+    # Deeper than the folders searched above a file, so that a sweep spec left in the
+    # machine's temporary folder (or any folder above tmp_path) cannot reach the test.
+    path = tmp_path.joinpath(*["sub"] * (PARENTS + 1), "x.enc.adl")
+    path.parent.mkdir(parents=True)
     path.write_text("pos -> ffl\n")
-    (tmp_path / "notes.yaml").write_text("just: notes\n")
+    (path.parent / "notes.yaml").write_text("just: notes\n")
+    (tmp_path / "notes.yaml").write_text("systems: but not in a folder searched\n")
     code = (
         "import sys\n"
         "from pathlib import Path\n"
