@@ -21,6 +21,7 @@ from runtime_helpers import adl_command, env, last_reaches
 from toy_task import write_reverse_sweep
 
 from adl.runtime import sweep
+from adl.runtime.sweep import costs
 from adl.runtime.rundir import RunDir
 from adl.runtime.sweep.report import report
 from adl.runtime.sweep.table import COLUMNS
@@ -38,7 +39,9 @@ def tiny_task(folder: Path, steps: int = 20, valid_every: int = 10) -> Path:
     return write_reverse_sweep(folder, "tiny", sizes, (3, 6), 1, steps, settings, 2, hard)
 
 
-def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path):
+def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path, monkeypatch):
+    monkeypatch.setattr(costs, "ROUNDS", 2)  # the cost columns' workload, small for a test
+    monkeypatch.setattr(costs, "SENTENCES", 4)
     spec = tiny_task(tmp_path / "task")
     out = tmp_path / "sweep"
     log = io.StringIO()
@@ -106,6 +109,9 @@ def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path):
             assert record["bleu_signature"].startswith("nrefs:1")
     cost = json.loads((kept / "cost.json").read_text())
     assert set(cost["ratios"]) == {"ATT", "RNN", "ATT-hard"} and cost["hash"]
+    assert (cost["workload"]["rounds"], cost["workload"]["sentences"]) == (2, 4)
+    assert all(len(r) == 2 for r in cost["figures"]["RNN"]["32"]["rounds"].values())
+    assert "the models taking turns 2 times, the median counts; 4 sentences a decoding" in md
     assert (kept / "test.ref").read_text().splitlines() == (
         spec.parent / "test.tgt"
     ).read_text().splitlines()

@@ -347,7 +347,8 @@ def markdown(table: Table, title: bool = True) -> str:
         lines.append(
             "- Cost, each a ratio to the baseline measured in the same run by adl.runtime.cost "
             f"(sentences of {length} tokens, random weights, the models taking turns "
-            f"{w['rounds']} times): memory: the most bytes of tensors alive during a training "
+            f"{w['rounds']} times, the median counts; {w['sentences']} sentences a decoding "
+            "round): memory: the most bytes of tensors alive during a training "
             f"update of about {w['batch_tokens']:,} target tokens (below 1: less); train: "
             "training tokens per second; greedy, beam: decoding sentences per second, greedy "
             f"and beam {w['beam']} (above 1: faster). {m['threads']} CPU thread(s), "
