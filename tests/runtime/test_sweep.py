@@ -21,8 +21,8 @@ from runtime_helpers import adl_command, env, last_reaches
 from toy_task import write_reverse_sweep
 
 from adl.runtime import sweep
-from adl.runtime.sweep import costs
 from adl.runtime.rundir import RunDir
+from adl.runtime.sweep import costs
 from adl.runtime.sweep.report import report
 from adl.runtime.sweep.table import COLUMNS
 
