@@ -13,7 +13,7 @@ architecture only (random tokens, every sentence L tokens on both sides, no padd
   caching are left out: they are not the model's, and the resident memory that includes
   them varied by ±3 % between identical runs here. That resident memory (``VmHWM`` of a
   fresh process above what it held before the model was built) is recorded beside it as
-  ``train_rss_mib``. Every training measurement runs in a fresh process;
+  ``train_rss_mib``;
 - **training tokens/s**: target tokens of a batch of about ``batch_tokens`` over the median
   time of ``train_steps`` updates (forward, backward, Adam), after one warm-up update;
   with one CPU thread the time is the process's CPU time (:func:`timer`), so that other work
@@ -21,6 +21,14 @@ architecture only (random tokens, every sentence L tokens on both sides, no padd
 - **decoding sentences/s**: ``sentences`` sources of L tokens, each decoded to exactly L
   tokens (eos barred, so that every model does the same number of steps whatever it learned),
   greedy and with beam 4, through the runtime's search (the same clock).
+
+Each measurement (a model's training and decoding figures at one length, in one round) runs
+in a fresh process that builds the model anew, so that no model keeps one build's luck
+through every round (two builds of the same model decoding in one process differed by up to
+6% here). The speeds still vary from round to round, by 15% and more on a shared virtual
+machine, in one process or many: an identical copy of You et al.'s BASE came out 0.85x and
+1.16x of it in two runs of five rounds. The sweep's table says how far its rounds lie from
+their median.
 
 Every model is measured against a baseline in the same run, the models taking turns
 (``rounds`` times, in a rotating order), and each figure is reported with its ratio to the
@@ -51,6 +59,10 @@ FIGURES = (
     "beam4_sentences_per_s",
 )
 LOWER_IS_BETTER = ("train_peak_mib",)
+# The way of measuring, counted in the sweeps' cost hashes: raised when it changes (2: each
+# round's decoding in the probe's fresh process, where one process decoded every round), so
+# that cost files of an older instrument are measured again.
+INSTRUMENT = 2
 RECORDED = ("train_rss_mib",)  # measured too (on a CPU), no ratio
 
 
@@ -161,10 +173,11 @@ def cpu_threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-# --- one training measurement, in a fresh process ---------------------------------------------
-def probe_training(candidate: Candidate, length: int, workload: Workload) -> dict[str, float]:
-    """Train ``candidate`` for a few updates at ``length`` in a fresh Python process:
-    {"train_peak_mib", "train_tokens_per_s", "params"}."""
+# --- one measurement, in a fresh process ------------------------------------------------------
+def probe(candidate: Candidate, length: int, workload: Workload) -> dict[str, float]:
+    """Train ``candidate`` for a few updates at ``length``, then decode with it, in a fresh
+    Python process: {"train_peak_mib", "train_tokens_per_s", "greedy_sentences_per_s",
+    "beam4_sentences_per_s", "params"} (and "train_rss_mib" on a CPU)."""
     request = {"candidate": asdict(candidate), "length": length, "workload": asdict(workload)}
     done = subprocess.run(
         [sys.executable, "-m", "adl.runtime.cost", json.dumps(request)],
@@ -259,8 +272,8 @@ class LiveTensors:
         self.mode.__exit__(*exc)
 
 
-def _train_here(request: dict[str, Any]) -> dict[str, float]:
-    """The body of :func:`probe_training` (run as ``python -m adl.runtime.cost REQUEST``)."""
+def _probe_here(request: dict[str, Any]) -> dict[str, float]:
+    """The body of :func:`probe` (run as ``python -m adl.runtime.cost REQUEST``)."""
     import torch
 
     from adl.runtime.training.distributed import pick_device
@@ -306,13 +319,31 @@ def _train_here(request: dict[str, Any]) -> dict[str, float]:
     }
     if cuda:
         figures["train_peak_mib"] = (torch.cuda.max_memory_allocated(device) - before) / 2**20
-        return figures
-    figures["train_rss_mib"] = (_rss_kib("VmHWM") * 1024 - before) / 2**20
-    state = [t for s in opt.state.values() for t in s.values() if isinstance(t, torch.Tensor)]
-    held = [*model.parameters(), *model.buffers(), *state, src, tgt]
-    with LiveTensors(held if words is None else [*held, words]) as live:
-        update()  # one more update, every tensor counted
-    figures["train_peak_mib"] = live.peak / 2**20
+    else:
+        figures["train_rss_mib"] = (_rss_kib("VmHWM") * 1024 - before) / 2**20
+        state = [t for s in opt.state.values() for t in s.values() if isinstance(t, torch.Tensor)]
+        held = [*model.parameters(), *model.buffers(), *state, src, tgt]
+        with LiveTensors(held if words is None else [*held, words]) as live:
+            update()  # one more update, every tensor counted
+        figures["train_peak_mib"] = live.peak / 2**20
+    return {**figures, **_decode_here(model.eval(), length, workload, clock)}
+
+
+def _decode_here(model, length: int, workload: Workload, clock) -> dict[str, float]:
+    """Decoding sentences/s of ``model``, greedy and with ``workload.beam``, after a
+    warm-up of a few steps at full width (the first calls allocate)."""
+    import torch
+
+    device = next(model.parameters()).device
+    src, _, words = synthetic(
+        model, workload.sentences, length, device, torch.Generator().manual_seed(1)
+    )
+    model = _NoEos(model)
+    figures = {}
+    for beam, figure in ((1, FIGURES[2]), (workload.beam, FIGURES[3])):
+        decode_seconds(model, src, words, beam, min(3, length))
+        seconds = decode_seconds(model, src, words, beam, length, clock)
+        figures[figure] = workload.sentences / seconds
     return figures
 
 
@@ -365,46 +396,30 @@ def measure(
 ) -> CostTable:
     """Every candidate's figures at every length, against ``baseline`` (one of them), the
     candidates taking turns ``workload.rounds`` times in a rotating order."""
-    import torch
-
     names = [c.name for c in candidates]
     if baseline not in names:
         raise ValueError(f"the baseline {baseline!r} is not among the models {names}")
     threads = workload.threads or cpu_threads()
-    torch.set_num_threads(threads)
-    clock = timer(threads, workload.device)
+    clock = timer(threads, workload.device)  # the probes' clock, named in the table
     say = say or (lambda line: None)
     rounds: dict[str, dict[int, dict[str, list[float]]]] = {
         n: {L: {f: [] for f in (*FIGURES, *RECORDED)} for L in workload.lengths} for n in names
     }
     params: dict[str, int] = {}
-    for r in range(workload.rounds):  # training: a fresh process per measurement
+    for r in range(workload.rounds):  # a fresh process per measurement
         for L in workload.lengths:
             for c in _rotated(candidates, r):
-                found = probe_training(c, L, workload)
+                found = probe(c, L, workload)
                 params[c.name] = int(found["params"])
-                for f in ("train_peak_mib", "train_tokens_per_s", *RECORDED):
+                for f in (*FIGURES, *RECORDED):
                     if f in found:
                         rounds[c.name][L][f].append(found[f])
                 say(
                     f"round {r + 1}, length {L}, {c.name}: training "
-                    f"{found['train_tokens_per_s']:,.0f} tokens/s, {found['train_peak_mib']:,.0f} MiB"
+                    f"{found['train_tokens_per_s']:,.0f} tokens/s, {found['train_peak_mib']:,.0f} MiB; "
+                    f"decoding {found[FIGURES[2]]:,.1f} sentences/s greedy, "
+                    f"{found[FIGURES[3]]:,.1f} beam {workload.beam}"
                 )
-    models = {c.name: _NoEos(build(c, workload.device).eval()) for c in candidates}
-    device = next(models[names[0]].model.parameters()).device
-    generator = torch.Generator().manual_seed(1)
-    for L in workload.lengths:
-        src, _, _ = synthetic(models[names[0]].model, workload.sentences, L, device, generator)
-        words = torch.arange(L, device=device).expand(src.size(0), L).contiguous()
-        for m in models.values():  # warm up (first calls allocate)
-            decode_seconds(m, src[:2], words[:2] if m.needs_src_words else None, 2, 3)
-        for r in range(workload.rounds):
-            for c in _rotated(candidates, r):
-                for beam, figure in ((1, FIGURES[2]), (workload.beam, FIGURES[3])):
-                    w = words if models[c.name].needs_src_words else None
-                    seconds = decode_seconds(models[c.name], src, w, beam, L, clock)
-                    rounds[c.name][L][figure].append(workload.sentences / seconds)
-            say(f"round {r + 1}, length {L}: decoding measured")
     figures = {
         n: {
             L: Measured({f: statistics.median(v) for f, v in by.items() if v}, by)
@@ -422,9 +437,9 @@ def _rotated(items: Sequence[Candidate], r: int) -> list[Candidate]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m adl.runtime.cost REQUEST``: one training measurement (JSON in, JSON out)."""
+    """``python -m adl.runtime.cost REQUEST``: one measurement (JSON in, JSON out)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    print(json.dumps(_train_here(json.loads(args[0]))))
+    print(json.dumps(_probe_here(json.loads(args[0]))))
     return 0
 
 

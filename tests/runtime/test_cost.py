@@ -66,7 +66,7 @@ def test_a_model_that_cannot_train_says_which_and_why(tmp_path):
     bad = candidate("BAD", DEC, tmp_path)
     bad.model["d_model"] = 15  # 2 heads cannot split 15 units
     with pytest.raises(RuntimeError, match="measuring BAD at length 4 failed"):
-        cost.probe_training(bad, 4, cost.Workload(lengths=(4,), batch_tokens=8, train_steps=1))
+        cost.probe(bad, 4, cost.Workload(lengths=(4,), batch_tokens=8, train_steps=1))
 
 
 def test_synthetic_sentences_avoid_the_special_tokens(tmp_path):

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -112,6 +113,22 @@ def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path, monkeypatch):
     assert (cost["workload"]["rounds"], cost["workload"]["sentences"]) == (2, 4)
     assert all(len(r) == 2 for r in cost["figures"]["RNN"]["32"]["rounds"].values())
     assert "the models taking turns 2 times, the median counts; 4 sentences a decoding" in md
+    spread = {  # the widest distance of a speed's rounds from their median, as md says it
+        kind: max(
+            abs(v / statistics.median(x["32"]["rounds"][f]) - 1)
+            for x in cost["figures"].values()
+            for f in figs
+            for v in x["32"]["rounds"][f]
+        )
+        for kind, figs in (
+            ("training", ["train_tokens_per_s"]),
+            ("decoding", ["greedy_sentences_per_s", "beam4_sentences_per_s"]),
+        )
+    }
+    assert (
+        f"within ±{100 * spread['training']:.0f} % of their median in training and "
+        f"±{100 * spread['decoding']:.0f} % in decoding" in md
+    )
     assert (kept / "test.ref").read_text().splitlines() == (
         spec.parent / "test.tgt"
     ).read_text().splitlines()

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from adl.runtime.cost import Candidate, Workload, measure
+from adl.runtime.cost import INSTRUMENT, Candidate, Workload, measure
 from adl.runtime.sweep import results as res
 from adl.runtime.sweep.plan import Plan, file_hash
 from adl.runtime.sweep.spec import split_decode
@@ -22,7 +22,7 @@ LENGTH = 32  # tokens a sentence: about the length of the Bible verses the specs
 # Decoded per measurement, and turns each model takes (the median counts). With 16 sentences
 # a measurement took a quarter of a second and its rounds varied by up to 40% on a shared VM
 # (a CNN encoder's beam ratio 0.76 where a repeat found 1.0); 64 sentences take a second or
-# more, and the median of five rounds outvotes a stray one.
+# more, and the median of five rounds, each in a fresh process, outvotes a stray one.
 SENTENCES = 64
 ROUNDS = 5
 
@@ -66,7 +66,11 @@ def portable(candidate: Candidate) -> dict[str, Any]:
 
 def cost_hash(plan: Plan) -> str:
     return res.digest(
-        {"candidates": [portable(c) for c in candidates(plan)], "workload": asdict(workload(plan))}
+        {
+            "candidates": [portable(c) for c in candidates(plan)],
+            "workload": asdict(workload(plan)),
+            "instrument": INSTRUMENT,
+        }
     )
 
 

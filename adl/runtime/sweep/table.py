@@ -353,6 +353,7 @@ def markdown(table: Table, title: bool = True) -> str:
             "training tokens per second; greedy, beam: decoding sentences per second, greedy "
             f"and beam {w['beam']} (above 1: faster). {m['threads']} CPU thread(s), "
             f"{m.get('gpu') or m['cpu']}, clock: {m.get('clock', 'perf_counter')}."
+            + cost_spread(cost, length)
         )
     if any(row.decode_of for row in table.rows):
         lines.append(
@@ -381,6 +382,27 @@ def cost_cells(cost: dict[str, Any] | None, system: str, length: int | None) -> 
     if not ratios:
         return ["–"] * len(FIGURES)
     return [f"{ratios[f]:.2f}" for f in FIGURES]
+
+
+def cost_spread(cost: dict[str, Any], length: int | None) -> str:
+    """A sentence on how far a speed's rounds lie from their median (the widest of the
+    table, training and decoding apart), or "" when there is one round."""
+    widest = {"training": 0.0, "decoding": 0.0}
+    for by_length in cost.get("figures", {}).values():
+        rounds = by_length.get(str(length), {}).get("rounds", {})
+        for figure, values in rounds.items():
+            kind = "training" if figure == "train_tokens_per_s" else "decoding"
+            if len(values) < 2 or not figure.endswith("_per_s"):
+                continue
+            middle = statistics.median(values)
+            widest[kind] = max(widest[kind], max(abs(v / middle - 1) for v in values))
+    if not any(widest.values()):
+        return ""
+    return (
+        f" A speed's rounds lie within ±{100 * widest['training']:.0f} % of their median in "
+        f"training and ±{100 * widest['decoding']:.0f} % in decoding (the widest of the "
+        "table): the ratios carry noise of that order."
+    )
 
 
 def _pm(mean: float | None, std: float | None) -> str:
