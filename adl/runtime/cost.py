@@ -27,8 +27,8 @@ in a fresh process that builds the model anew, so that no model keeps one build'
 through every round (two builds of the same model decoding in one process differed by up to
 6% here). The speeds still vary from round to round, by 15% and more on a shared virtual
 machine, in one process or many: an identical copy of You et al.'s BASE came out 0.85x and
-1.16x of it in two runs of five rounds. The sweep's table says how far its rounds lie from
-their median.
+1.14-1.18x of it (greedy, beam) in two runs of five rounds. The sweep's table says how far
+its rounds lie from their median.
 
 Every model is measured against a baseline in the same run, the models taking turns
 (``rounds`` times, in a rotating order), and each figure is reported with its ratio to the
