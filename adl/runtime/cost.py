@@ -59,11 +59,11 @@ FIGURES = (
     "beam4_sentences_per_s",
 )
 LOWER_IS_BETTER = ("train_peak_mib",)
+RECORDED = ("train_rss_mib",)  # measured too (on a CPU), no ratio
 # The way of measuring, counted in the sweeps' cost hashes: raised when it changes (2: each
 # round's decoding in the probe's fresh process, where one process decoded every round), so
 # that cost files of an older instrument are measured again.
 INSTRUMENT = 2
-RECORDED = ("train_rss_mib",)  # measured too (on a CPU), no ratio
 
 
 @dataclass(frozen=True)

@@ -387,13 +387,17 @@ def cost_cells(cost: dict[str, Any] | None, system: str, length: int | None) -> 
 def cost_spread(cost: dict[str, Any], length: int | None) -> str:
     """A sentence on how far a speed's rounds lie from their median (the widest of the
     table, training and decoding apart), or "" when there is one round."""
+    from adl.runtime.cost import FIGURES, LOWER_IS_BETTER
+
+    speeds = [f for f in FIGURES if f not in LOWER_IS_BETTER]  # memory is counted, not timed
     widest = {"training": 0.0, "decoding": 0.0}
     for by_length in cost.get("figures", {}).values():
         rounds = by_length.get(str(length), {}).get("rounds", {})
-        for figure, values in rounds.items():
-            kind = "training" if figure == "train_tokens_per_s" else "decoding"
-            if len(values) < 2 or not figure.endswith("_per_s"):
+        for figure in speeds:
+            values = rounds.get(figure, [])
+            if len(values) < 2:
                 continue
+            kind = "training" if figure.startswith("train") else "decoding"
             middle = statistics.median(values)
             widest[kind] = max(widest[kind], max(abs(v / middle - 1) for v in values))
     if not any(widest.values()):
