@@ -24,11 +24,11 @@ architecture only (random tokens, every sentence L tokens on both sides, no padd
 
 Each measurement (a model's training and decoding figures at one length, in one round) runs
 in a fresh process that builds the model anew, so that no model keeps one build's luck
-through every round (two builds of the same model decoding in one process differed by up to
-6% here). The speeds still vary from round to round, by 15% and more on a shared virtual
-machine, in one process or many: an identical copy of You et al.'s BASE came out 0.85x and
-1.14-1.18x of it (greedy, beam) in two runs of five rounds. The sweep's table says how far
-its rounds lie from their median.
+through every round, as it did when one process decoded every round. The speeds still vary
+from round to round on a shared virtual machine, by 15% and more: every round is kept in the
+cost file, and the sweep's table says how far its rounds lie from their median; in the
+sweeps' committed tables the recipe controls, each the baseline's own model when it decodes,
+come out at 0.95-1.09x of it.
 
 Every model is measured against a baseline in the same run, the models taking turns
 (``rounds`` times, in a rotating order), and each figure is reported with its ratio to the

@@ -20,9 +20,10 @@ from adl.runtime.sweep.state import write_text
 
 LENGTH = 32  # tokens a sentence: about the length of the Bible verses the specs train on
 # Decoded per measurement, and turns each model takes (the median counts). With 16 sentences
-# a measurement took a quarter of a second and its rounds varied by up to 40% on a shared VM
-# (a CNN encoder's beam ratio 0.76 where a repeat found 1.0); 64 sentences take a second or
-# more, and the median of five rounds, each in a fresh process, outvotes a stray one.
+# a measurement took a quarter of a second and its rounds varied by up to 43% on a shared VM
+# (Domhan's ENC-CNN at 0.76x of SELF-ATT in beam 4, 0.98x measured again); 64 sentences take
+# a second or more, and the median of five rounds, each in a fresh process, outvotes a stray
+# one.
 SENTENCES = 64
 ROUNDS = 5
 
