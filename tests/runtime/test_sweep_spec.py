@@ -381,3 +381,52 @@ def test_fonollosas_joint_models_also_train_with_the_control_recipe():
         assert (again.files, again.vars) == (model.files, model.vars)
         assert not model.settings
         assert [s[:2] for s in again.settings] == [s[:2] for s in control.settings]
+
+
+# --- against: a row compared with another system than the baseline ----------------------------
+def test_against_names_another_system_and_the_errors_say_where(tmp_path):
+    files(tmp_path)
+    systems = "".join(
+        f"  - name: {name}\n    files: [a.enc.adl, a.dec.adl]\n    against: {other}\n"
+        for name, other in (("B", "b"), ("C", "C"))
+    )
+    baseline_too = GOOD.replace("a.dec.adl]\n", "a.dec.adl]\n    against: B\n")
+    message = check(tmp_path, baseline_too + systems)
+    at = f"{tmp_path / 'spec.yaml'}:"
+    assert message.startswith(f"{tmp_path / 'spec.yaml'}: 3 errors")
+    assert f"{at}10:14: error: system 'A' is the baseline, what the others are compared" in message
+    assert f"{at}13:14: error: against: no system 'b'\nhint: did you mean 'B'?" in message
+    assert f"{at}16:14: error: system 'C' cannot be compared with itself" in message
+
+
+def test_a_row_against_another_system_is_measured_against_its_runs(tmp_path):
+    from adl.runtime.sweep import results as res
+    from adl.runtime.sweep import table as table_mod
+
+    files(tmp_path)
+    systems = "".join(
+        f"  - name: {name}\n    files: [a.enc.adl, a.dec.adl]\n{extra}"
+        for name, extra in (("B", ""), ("C", "    against: B\n"))
+    )
+    (tmp_path / "spec.yaml").write_text(GOOD + systems)
+    spec, plan = sweep.load(tmp_path / "spec.yaml", tmp_path / "out")
+    assert [spec.compared_with(s) for s in spec.systems] == [None, "A", "B"]
+    refs, noisy, _ = _outputs()
+    half = [" ".join(h.split()[: len(h.split()) // 2]) for h in noisy]
+    outputs = {"A": half, "B": refs, "C": noisy}  # A worst, B perfect, C between them
+    results = tmp_path / "results"
+    res.write_references(results, spec, refs)
+    for name, hyps in outputs.items():
+        for seed in spec.seeds:
+            bleu = {"A": 10.0, "B": 100.0, "C": 50.0}[name] + seed
+            record = {"bleu": bleu, "chrf": bleu / 2, "parameters": 1}
+            res.write_record(res.record_path(results, spec, name, seed), record, hyps)
+    table = table_mod.build(plan, results)
+    rows = {r.system: r.values for r in table.rows}
+    assert rows["B"]["against"] == "A" and rows["B"]["delta_bleu"] == pytest.approx(90.0)
+    assert rows["C"]["against"] == "B" and rows["C"]["delta_bleu"] == pytest.approx(-50.0)
+    assert rows["C"]["p_bleu"] < 0.05  # its translations against B's (perfect), not A's
+    text = table_mod.markdown(table, title=False)
+    assert "| C (vs B) | 2/2 |" in text and "| B | 2/2 |" in text
+    assert "A row marked (vs X) is measured against system X instead" in text
+    assert table.to_json()["systems"][2]["against"] == "B"

@@ -58,14 +58,17 @@ def bleu_bars(table: Table, rows: list, out: Path) -> Path:
                 ha="center",
                 fontsize=8,
             )
-    ax.set_xticks(list(x), [r.system for r in rows], rotation=20 if len(rows) > 4 else 0)
+    base = table.plan.spec.baseline
+    names = [r.system + (f"\n(vs {r.vs(base)})" if r.vs(base) else "") for r in rows]
+    ax.set_xticks(list(x), names, rotation=20 if len(rows) > 4 else 0)
     ax.set_ylabel("test BLEU")
     ax.set_ylim(0, max(m + s for m, s in zip(means, stds)) * 1.2 + 1)
     ax.grid(True, axis="y", alpha=0.3)
     n = len(table.plan.spec.seeds)
     ax.set_title(
         f"{table.plan.spec.name}: test BLEU, mean ± std over {n} seed{'s' if n != 1 else ''}\n"
-        f"grey: baseline; * p < {SIGNIFICANT} against it ({table.plan.spec.test})",
+        f"grey: baseline; * p < {SIGNIFICANT} against it, or against X where (vs X) "
+        f"({table.plan.spec.test})",
         fontsize=9,
     )
     return _save(fig, out)

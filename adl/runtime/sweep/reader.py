@@ -45,6 +45,7 @@ class _Reader(Values):
     def __init__(self, path: Path):
         super().__init__(path)
         self.base = path.resolve().parent
+        self.against_at: dict[str, Mark] = {}  # where each system's against: is
 
     # sections -------------------------------------------------------------------------------
     def read(self, doc: Any) -> Spec:
@@ -356,6 +357,9 @@ class _Reader(Values):
                     )
                 else:
                     system.paper = str(figure)
+            if "against" in item:
+                system.against = self.text(item["against"], item.value_mark("against"), "against")
+                self.against_at[name] = item.value_mark("against")
             if "decode_of" in item:
                 system.decode_of = self.text(
                     item["decode_of"], item.value_mark("decode_of"), "decode_of"
@@ -372,6 +376,20 @@ class _Reader(Values):
             else:
                 system.files = self.files(item["files"], item.value_mark("files"), name)
             spec.systems.append(system)
+        names = [s.name for s in spec.systems]
+        for s in spec.systems:
+            if s.against is None:
+                continue
+            if s.against == s.name:
+                self.add(
+                    self.against_at[s.name], f"system '{s.name}' cannot be compared with itself"
+                )
+            elif s.against not in names:
+                self.add(
+                    self.against_at[s.name],
+                    f"against: no system '{s.against}'",
+                    did_you_mean(s.against, names, ignore_case=True),
+                )
         trained = {s.name for s in spec.systems if s.trained}
         for s in spec.systems:
             if s.decode_of is None:
@@ -429,6 +447,12 @@ class _Reader(Values):
                 doc.value_mark("baseline"),
                 f"baseline '{name}' is not one of the systems ({', '.join(names) or 'none'})",
                 did_you_mean(name, names, ignore_case=True),
+            )
+        if name in self.against_at:
+            self.add(
+                self.against_at[name],
+                f"system '{name}' is the baseline, what the others are compared with: "
+                "it takes no against:",
             )
         spec.baseline = name
 

@@ -66,6 +66,7 @@ class SystemSpec:
     decode: dict[str, Any] = field(default_factory=dict)  # over the sweep's decode options
     decode_of: str | None = None  # decode this trained system's runs instead of training
     paper: str | None = None  # the paper's own figure for this row (shown beside ours)
+    against: str | None = None  # the system its Δ and p compare with (None: the baseline)
 
     @property
     def trained(self) -> bool:
@@ -97,6 +98,13 @@ class Spec:
     def system(self, name: str) -> SystemSpec | None:
         return next((s for s in self.systems if s.name == name), None)
 
+    def compared_with(self, system: SystemSpec) -> str | None:
+        """The system whose runs ``system``'s Δ and p are measured against: its ``against:``,
+        else the baseline (None for the baseline itself)."""
+        if system.name == self.baseline:
+            return None
+        return system.against or self.baseline
+
     def mark(self, key: str) -> Mark:
         return self.marks.get(key, Mark(str(self.path), 1, 1))
 
@@ -117,7 +125,7 @@ TOP_KEYS = (
     "slurm",
     "systems",
 )
-SYSTEM_KEYS = ("name", "files", "vars", "settings", "decode", "decode_of", "paper")
+SYSTEM_KEYS = ("name", "files", "vars", "settings", "decode", "decode_of", "paper", "against")
 BUDGET_KEYS = ("steps", "minutes")
 SIGNIFICANCE_KEYS = ("test", "samples")
 DATA_KEYS = tuple(f.name for f in dataclasses.fields(DataSpec))

@@ -20,6 +20,7 @@ from adl.runtime.sweep.state import write_json, write_text
 COLUMNS = (
     "system",
     "baseline",
+    "against",
     "decode_of",
     "seeds",
     "bleu_mean",
@@ -44,7 +45,13 @@ class Row:
     decode_of: str | None
     files: list[str]
     runs: dict[int, dict[str, Any]]  # seed -> result.json
+    against: str | None = None  # the system its Δ and p compare with (None: the baseline row)
     values: dict[str, Any] = field(default_factory=dict)  # the COLUMNS
+
+    def vs(self, baseline: str) -> str | None:
+        """The system the row is compared with where it is not the baseline (shown as
+        "(vs X)"), else None."""
+        return self.against if self.against not in (None, baseline) else None
 
     def mean(self, key: str) -> float | None:
         found = [r[key] for r in self.runs.values() if r.get(key) is not None]
@@ -148,10 +155,11 @@ def build(plan: Plan, results: Path, hashes: dict[tuple[str, int], str] | None =
             system.decode_of,
             [str(f) for f in system.files],
             runs[system.name],
+            spec.compared_with(system),
         )
         for system in spec.systems
     ]
-    base = next(r for r in rows if r.baseline)
+    by_name = {r.system: r for r in rows}
     test_signature = ""
     for row in rows:
         v = row.values
@@ -160,6 +168,7 @@ def build(plan: Plan, results: Path, hashes: dict[tuple[str, int], str] | None =
         v.update(
             system=row.system,
             baseline=row.baseline,
+            against=row.against,
             decode_of=row.decode_of,
             seeds=len(row.runs),
             bleu_mean=_mean(bleu),
@@ -175,8 +184,9 @@ def build(plan: Plan, results: Path, hashes: dict[tuple[str, int], str] | None =
             decode_sentences_per_s=row.mean("decode_sentences_per_s"),
             train_peak_mib=row.mean("train_peak_mib"),
         )
-        if row.baseline:
+        if row.against is None:
             continue
+        base = by_name[row.against]
         seeds = sorted(set(row.runs) & set(base.runs))
         if not seeds or not refs:
             continue
@@ -304,6 +314,8 @@ def markdown(table: Table, title: bool = True) -> str:
         name = f"{row.system} (baseline)" if row.baseline else row.system
         if row.decode_of:
             name += f" = {row.decode_of} decoded"
+        if row.vs(spec.baseline):
+            name += f" (vs {row.against})"
         system = spec.system(row.system)
         paper = getattr(system, "paper", None)
         lines.append(
@@ -337,7 +349,12 @@ def markdown(table: Table, title: bool = True) -> str:
         "- Δ: the mean over seeds of the system's score minus the baseline's with the same "
         f"seed. p: {table.test_signature}, of the system's translations against the "
         "baseline's, the seeds both have concatenated (seed s against seed s); "
-        f"p < {SIGNIFICANT} (bold) marks a difference unlikely to arise by chance.",
+        f"p < {SIGNIFICANT} (bold) marks a difference unlikely to arise by chance."
+        + (
+            " A row marked (vs X) is measured against system X instead (its `against:`)."
+            if any(row.vs(spec.baseline) for row in table.rows)
+            else ""
+        ),
         "- paper: the paper's own figure for the row (its data set and metric, not this one's).",
     ]
     if cost is None:
