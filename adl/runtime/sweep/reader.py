@@ -359,7 +359,8 @@ class _Reader(Values):
                     system.paper = str(figure)
             if "against" in item:
                 system.against = self.text(item["against"], item.value_mark("against"), "against")
-                self.against_at[name] = item.value_mark("against")
+                if system.against is not None:  # else said: takes a string
+                    self.against_at[name] = item.value_mark("against")
             if "decode_of" in item:
                 system.decode_of = self.text(
                     item["decode_of"], item.value_mark("decode_of"), "decode_of"
