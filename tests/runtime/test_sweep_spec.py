@@ -430,3 +430,10 @@ def test_a_row_against_another_system_is_measured_against_its_runs(tmp_path):
     assert "| C (vs B) | 2/2 |" in text and "| B | 2/2 |" in text
     assert "A row marked (vs X) is measured against system X instead" in text
     assert table.to_json()["systems"][2]["against"] == "B"
+
+
+def test_an_against_that_is_not_a_name_is_said_once(tmp_path):
+    files(tmp_path)
+    message = check(tmp_path, GOOD.replace("a.dec.adl]\n", "a.dec.adl]\n    against: [B]\n"))
+    assert message.startswith(f"{tmp_path / 'spec.yaml'}: 1 error")
+    assert f"{tmp_path / 'spec.yaml'}:10:14: error: against takes a string, not a list" in message
