@@ -369,6 +369,17 @@ def test_the_corpus_spec_trains_domhan_on_the_whole_bible_and_changes_nothing_el
     assert_same_but_for_budget_and_data(a, b)
 
 
+def test_the_decoder_spec_trains_raganatos_7f_1l_and_8f_with_the_papers_six_decoder_layers():
+    # the test of a weak decoder changes the decoder's depth only; the encoders keep 2 layers
+    a, plan = sweep.load("raganato2020_decoder", "/nonexistent/out")
+    b, _ = sweep.load("raganato2020", "/nonexistent/out")
+    assert [s.name for s in a.systems] == ["7F+1L", "8F"] and a.baseline == "7F+1L"
+    assert a.vars == {**b.vars, "dec_layers": 6}
+    assert plan.runs[0].config.model.vars == {"layers": 2, "dec_layers": 6}
+    assert a.steps == b.steps
+    assert_same_but_for_budget_and_data(dataclasses.replace(a, vars=b.vars), b)
+
+
 def test_fonollosas_joint_models_also_train_with_the_control_recipe():
     # the order measured with the paper's recipe, tested where the models learn: each joint
     # model once more with exactly the settings of the Transformer's recipe control
