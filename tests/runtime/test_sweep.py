@@ -190,6 +190,9 @@ def test_a_killed_sweep_finishes_without_training_twice(tmp_path):
         assert time.monotonic() < deadline, sweep.status(out).render()
         time.sleep(0.05)
 
+    # the project moved (its spec, model files and data elsewhere): the runs are the same
+    shutil.move(tmp_path / "task", tmp_path / "moved")
+    spec = tmp_path / "moved" / spec.name
     result = sweep.sweep(spec, out, stream=io.StringIO())
     assert result.ran == 1 and not result.failed  # only the killed run
     assert {p.name: p.stat().st_mtime_ns for p in first.checkpoints.iterdir()} == kept

@@ -448,3 +448,74 @@ def test_an_against_that_is_not_a_name_is_said_once(tmp_path):
     message = check(tmp_path, GOOD.replace("a.dec.adl]\n", "a.dec.adl]\n    against: [B]\n"))
     assert message.startswith(f"{tmp_path / 'spec.yaml'}: 1 error")
     assert f"{tmp_path / 'spec.yaml'}:10:14: error: against takes a string, not a list" in message
+
+
+# --- a run on disk against the spec: by the files' contents, wherever they lie --------------
+def _stored(run, fingerprint):
+    import json
+
+    from adl.runtime.sweep.state import STATE
+
+    run.folder.mkdir(parents=True, exist_ok=True)
+    (run.folder / STATE).write_text(json.dumps({"state": "done", "fingerprint": fingerprint}))
+
+
+def _differences(spec, out):
+    """What check_disk says of the first run: its changes, or [] when it matches."""
+    from adl.runtime.sweep.plan import check_disk
+
+    _, plan = sweep.load(spec, out)
+    problems = check_disk(plan)
+    return [p.message.split("spec gives now (")[1].rstrip(")") for p in problems]
+
+
+def test_a_moved_project_is_the_same_run_and_an_edited_file_is_not(tmp_path):
+    import shutil
+
+    from adl.runtime.sweep.plan import fingerprint
+
+    files(tmp_path / "a")
+    (tmp_path / "a" / "spec.yaml").write_text(GOOD)
+    _, plan = sweep.load(tmp_path / "a" / "spec.yaml", tmp_path / "out")
+    run = plan.runs[0]
+    _stored(run, fingerprint(run.config))
+    shutil.copytree(tmp_path / "a", tmp_path / "b")  # the project, moved
+    _, moved = sweep.load(tmp_path / "b" / "spec.yaml", tmp_path / "out")
+    assert moved.runs[0].config.model.encoder != run.config.model.encoder  # other paths
+    assert _differences(tmp_path / "b" / "spec.yaml", tmp_path / "out") == []
+    (tmp_path / "b" / "a.enc.adl").write_text(ENC.replace("-> norm", "-> res_nd(ffl) -> norm"))
+    assert _differences(tmp_path / "b" / "spec.yaml", tmp_path / "out") == [
+        "model.encoder: other contents"
+    ]
+
+
+def test_a_fingerprint_stored_by_paths_is_read_by_contents(tmp_path):
+    # the form an earlier ADL wrote: path settings by path, each file as "file PATH": hash
+    import shutil
+
+    from adl.runtime.sweep.plan import WHERE, file_hash
+
+    files(tmp_path / "a")
+    (tmp_path / "a" / "spec.yaml").write_text(GOOD)
+    _, plan = sweep.load(tmp_path / "a" / "spec.yaml", tmp_path / "out")
+    config = plan.runs[0].config
+    old = {
+        f"{section}.{key}": repr(value)
+        for section, values in config.to_dict().items()
+        for key, value in values.items()
+        if f"{section}.{key}" not in WHERE
+    }
+    m, d = config.model, config.data
+    for path in (m.encoder, m.decoder, d.train_src, d.train_tgt, d.valid_src, d.valid_tgt):
+        old[f"file {path}"] = file_hash(path)
+    _stored(plan.runs[0], old)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    spec = tmp_path / "b" / "spec.yaml"
+    assert _differences(spec, tmp_path / "out") == []  # the same files, elsewhere
+    (tmp_path / "b" / "train.src").write_text("a b d\n")
+    assert _differences(spec, tmp_path / "out") == ["data.train_src: other contents"]
+    old["model.dropout"] = "0.5"
+    _stored(plan.runs[0], old)
+    assert _differences(spec, tmp_path / "out") == [
+        f"data.train_src: other contents; model.dropout: 0.5 -> {config.model.dropout!r}"
+    ]

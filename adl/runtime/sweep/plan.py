@@ -6,6 +6,7 @@ already on disk is compared with what the spec says now, before anything trains.
 
 from __future__ import annotations
 
+import ast
 import copy
 import hashlib
 import sys
@@ -19,6 +20,7 @@ from adl.runtime import config as cfgmod
 from adl.runtime.config import Config
 from adl.runtime.errors import UserError
 from adl.runtime.model.build import build_options
+from adl.runtime.run.configure import PATHS as SETTING_PATHS
 from adl.runtime.sweep.located import Problem
 from adl.runtime.sweep.reader import read_spec
 from adl.runtime.sweep.spec import Spec, SpecError, SystemSpec, spec_path, split_decode
@@ -27,6 +29,8 @@ from adl.runtime.sweep.state import RESULT, STATE, SWEEP, read_json
 # Settings that say where and how fast a run trains, not what it learns: they may differ
 # between a run's first start and its resume (another --jobs, another machine).
 WHERE = ("train.threads", "train.device", "train.tensorboard", "train.max_minutes")
+# Settings that name files or folders: what a run learns from is the files' contents.
+PATHS = tuple(f"{section}.{name}" for section, names in SETTING_PATHS.items() for name in names)
 
 
 @dataclass
@@ -236,19 +240,38 @@ def check_disk(plan: Plan) -> list[Problem]:
 
 
 def fingerprint(config: Config) -> dict[str, str]:
-    """What a run learns from: every setting but where it trains, and the contents of its
-    model and data files (a file edited after a run finished is a change)."""
-    flat = {
-        f"{section}.{key}": repr(value)
-        for section, values in config.to_dict().items()
-        for key, value in values.items()
-        if f"{section}.{key}" not in WHERE
-    }
-    m, d = config.model, config.data
-    for path in (m.encoder, m.decoder, m.joint, d.train_src, d.train_tgt, d.valid_src, d.valid_tgt):
-        if path:
-            flat[f"file {path}"] = file_hash(path)
+    """What a run learns from, the same wherever the project and its data lie: every setting
+    but where it trains, and a setting that names a file by the file's contents (sha256; one
+    that names a folder, or nothing, counts as nothing). A file edited after a run finished is
+    a change; the same files in another folder (a moved project, another clone) are not. The
+    result files' hash is made from it too (results.py)."""
+    flat: dict[str, str] = {}
+    for section, values in config.to_dict().items():
+        for key, value in values.items():
+            name = f"{section}.{key}"
+            if name in WHERE:
+                continue
+            if name in PATHS:
+                if value and Path(str(value)).is_file():
+                    flat[name] = "file " + file_hash(str(value))
+                continue
+            flat[name] = repr(value)
     return flat
+
+
+def _by_contents(before: dict[str, str]) -> dict[str, str]:
+    """A fingerprint that an earlier ADL stored (a path setting by its path, each model and
+    data file as ``file PATH``: its hash) in today's form; a path setting whose file it did
+    not hash is left out, as it cannot be compared."""
+    out = {k: v for k, v in before.items() if not k.startswith("file ") and k not in PATHS}
+    for name in PATHS:
+        try:
+            path = ast.literal_eval(before.get(name, "None"))
+        except (ValueError, SyntaxError):
+            continue
+        if path and before.get(f"file {path}", "missing") != "missing":
+            out[name] = "file " + before[f"file {path}"]
+    return out
 
 
 _HASHES: dict[tuple[str, float, int], str] = {}
@@ -277,12 +300,17 @@ def changes(run: Run) -> list[str]:
     state = read_json(run.folder / STATE)
     if not state or "fingerprint" not in state:
         return []
-    before, now = state["fingerprint"], run.fingerprint
+    stored, now = state["fingerprint"], run.fingerprint
+    old_form = any(k.startswith("file ") for k in stored)
+    before = _by_contents(stored) if old_form else stored
     out = []
     for key in sorted(set(before) | set(now)):
+        if old_form and key in PATHS and key not in before:
+            continue  # a file the earlier form did not hash
         if before.get(key) != now.get(key):
-            if key.startswith("file "):
-                out.append(f"{key[5:]} changed")
+            if key in PATHS:
+                what = "other contents" if key in before and key in now else "no file then"
+                out.append(f"{key}: {'no file now' if key not in now else what}")
             else:
                 out.append(f"{key}: {before.get(key, '(unset)')} -> {now.get(key, '(unset)')}")
     return out[:6] + ([f"and {len(out) - 6} more"] if len(out) > 6 else [])

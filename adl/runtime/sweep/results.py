@@ -25,27 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from adl.runtime.config import Config
-from adl.runtime.sweep.plan import WHERE, file_hash
+from adl.runtime.sweep.plan import fingerprint
 from adl.runtime.sweep.spec import ROOT, SWEEPS, Spec
 from adl.runtime.sweep.state import read_json, write_text
 
-# Settings that name files or folders: their contents count (files), not where they are.
-PATHS = (
-    "model.encoder",
-    "model.decoder",
-    "model.joint",
-    "data.train",
-    "data.train_src",
-    "data.train_tgt",
-    "data.valid",
-    "data.valid_src",
-    "data.valid_tgt",
-    "data.spm_model",
-    "data.spm_src",
-    "data.spm_tgt",
-    "data.cache_dir",
-    "train.init_from",
-)
 REFERENCES = "test.ref"
 COST = "cost.json"
 
@@ -68,23 +51,6 @@ def record_path(results: Path, spec: Spec, system: str, seed: int) -> Path:
     return folder(results, spec) / system / f"seed{seed}.json"
 
 
-def portable(config: Config) -> dict[str, str]:
-    """Every setting a run's outcome depends on, the same on any machine: where it runs
-    left out, and a file-naming setting replaced by its file's contents (sha256)."""
-    flat: dict[str, str] = {}
-    for section, values in config.to_dict().items():
-        for key, value in values.items():
-            name = f"{section}.{key}"
-            if name in WHERE:
-                continue
-            if name in PATHS:
-                if value and Path(str(value)).is_file():
-                    flat[name] = "file " + file_hash(str(value))
-                continue
-            flat[name] = repr(value)
-    return flat
-
-
 def digest(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
@@ -92,7 +58,7 @@ def digest(data: Any) -> str:
 def outcome_hash(config: Config, key: dict[str, Any]) -> str:
     """What one (system, seed)'s result depends on: its training settings and files (the
     seed among them) and its decoding (search, loader options, checkpoint, test files)."""
-    return digest({"train": portable(config), "decode": key})
+    return digest({"train": fingerprint(config), "decode": key})
 
 
 def commit() -> dict[str, Any]:
