@@ -519,3 +519,26 @@ def test_a_fingerprint_stored_by_paths_is_read_by_contents(tmp_path):
     assert _differences(spec, tmp_path / "out") == [
         f"data.train_src: other contents; model.dropout: 0.5 -> {config.model.dropout!r}"
     ]
+
+
+def test_the_status_without_the_test_data_shows_a_result_as_done_and_unchecked(tmp_path):
+    # e.g. `adl sweep FOLDER --status` from another folder, whose data/ has no corpus
+    import json
+
+    from adl.runtime.sweep.state import RESULT
+    from adl.runtime.sweep.status import _one
+
+    files(tmp_path)
+    (tmp_path / "spec.yaml").write_text(GOOD)
+    _, plan = sweep.load(tmp_path / "spec.yaml", tmp_path / "out")
+    run = plan.runs[0]
+    decoding = run.decodings[0]
+    decoding.folder.mkdir(parents=True)
+    (decoding.folder / RESULT).write_text(json.dumps({"bleu": 12.5, "chrf": 40.0, "key": {}}))
+    state = {"state": "done", "train": {"done": True, "steps": 10}}
+    here = _one(plan, run, decoding, state)  # the data is here: the key is checked, and differs
+    assert (here.state, here.detail) == ("pending", "to decode")
+    plan.data = dataclasses.replace(plan.data, test=(str(tmp_path / "x.src"), "x.tgt"))
+    away = _one(plan, run, decoding, state)
+    assert away.state == "done"
+    assert away.detail == f"BLEU 12.50, chrF 40.00 (not checked: no test data at {tmp_path})"
