@@ -536,9 +536,10 @@ def test_the_status_without_the_test_data_shows_a_result_as_done_and_unchecked(t
     decoding.folder.mkdir(parents=True)
     (decoding.folder / RESULT).write_text(json.dumps({"bleu": 12.5, "chrf": 40.0, "key": {}}))
     state = {"state": "done", "train": {"done": True, "steps": 10}}
-    here = _one(plan, run, decoding, state)  # the data is here: the key is checked, and differs
+    here = _one(
+        plan, run, decoding, state, test_here=True
+    )  # the data is here: the key is checked, and differs
     assert (here.state, here.detail) == ("pending", "to decode")
-    plan.data = dataclasses.replace(plan.data, test=(str(tmp_path / "x.src"), "x.tgt"))
-    away = _one(plan, run, decoding, state)
+    away = _one(plan, run, decoding, state, test_here=False)
     assert away.state == "done"
     assert away.detail == f"BLEU 12.50, chrF 40.00 (not checked: no test data at {tmp_path})"

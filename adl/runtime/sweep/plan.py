@@ -308,11 +308,14 @@ def changes(run: Run) -> list[str]:
         if old_form and key in PATHS and key not in before:
             continue  # a file the earlier form did not hash
         if before.get(key) != now.get(key):
-            if key in PATHS:
-                what = "other contents" if key in before and key in now else "no file then"
-                out.append(f"{key}: {'no file now' if key not in now else what}")
-            else:
+            if key not in PATHS:
                 out.append(f"{key}: {before.get(key, '(unset)')} -> {now.get(key, '(unset)')}")
+            elif key not in now:
+                out.append(f"{key}: no file now")
+            elif key not in before:
+                out.append(f"{key}: no file then")
+            else:
+                out.append(f"{key}: other contents")
     return out[:6] + ([f"and {len(out) - 6} more"] if len(out) > 6 else [])
 
 

@@ -63,6 +63,7 @@ def status(
     kept = res.root(spec, plan.out, results)
     data = (*plan.data.train, *plan.data.test)
     hashes = outcome_hashes(plan) if all(Path(p).is_file() for p in data) else None
+    test_here = all(Path(p).is_file() for p in plan.data.test)
     runs = []
     for run in plan.runs:
         state = read_json(run.folder / STATE) or {}
@@ -82,29 +83,29 @@ def status(
                     )
                 )
                 continue
-            runs.append(_one(plan, run, d, state))
+            runs.append(_one(plan, run, d, state, test_here))
     order = {s.name: i for i, s in enumerate(plan.spec.systems)}
     runs.sort(key=lambda r: (order[r.system], r.seed))
     return Status(plan, runs, sweep_running(plan.out))
 
 
-def _one(plan: Plan, run, decoding, state: dict) -> RunStatus:
+def _one(plan: Plan, run, decoding, state: dict, test_here: bool) -> RunStatus:
+    """``test_here``: the test data is at hand, so a result can be checked against the
+    spec's test set (without it, another folder's data/, a result is shown as done and said
+    to be unchecked)."""
     steps = run.config.train.max_steps
     folder = run.folder
     train = state.get("train") or {}
     step = train.get("steps") if train.get("done") else last_step(folder)
     own = decoding.system == run.system
     of = "" if own else f" ({run.system} seed {run.seed}'s run)"
-    # without the test data here (another folder's data/) a result cannot be checked against
-    # the spec's test set: it is shown as done, and said to be unchecked
-    unchecked = not all(Path(p).is_file() for p in plan.data.test)
-    if decoded(decoding, plan) or (unchecked and (decoding.folder / RESULT).is_file()):
+    if decoded(decoding, plan) or (not test_here and (decoding.folder / RESULT).is_file()):
         result = read_json(decoding.folder / RESULT) or {}
         took = train.get("elapsed")
         detail = f"BLEU {result.get('bleu', 0):.2f}, chrF {result.get('chrf', 0):.2f}"
         if own and took:
             detail += f"; trained {duration(took)} ({train.get('reason', '?').replace('_', ' ')})"
-        if unchecked:
+        if not test_here:
             detail += f" (not checked: no test data at {Path(plan.data.test[0]).parent})"
         return RunStatus(decoding.system, decoding.seed, "done", step, steps, detail + of)
     kind = state.get("state")
