@@ -543,3 +543,15 @@ def test_the_status_without_the_test_data_shows_a_result_as_done_and_unchecked(t
     away = _one(plan, run, decoding, state, test_here=False)
     assert away.state == "done"
     assert away.detail == f"BLEU 12.50, chrF 40.00 (not checked: no test data at {tmp_path})"
+
+
+def test_the_corpus_spec_trains_you_on_the_whole_bible_as_long_as_you2020_long():
+    # the test of a small corpus changes the corpus only against the long runs: same files,
+    # recipe, budget and decoding
+    a, plan = sweep.load("you2020_corpus", "/nonexistent/out")
+    b, _ = sweep.load("you2020_long", "/nonexistent/out")
+    assert a.data.max_words is None and b.data.max_words == 20
+    assert dataclasses.replace(a.data, max_words=20) == b.data
+    assert corpus(a) == "the Bible en-fr, every verse"
+    assert a.steps == b.steps == 5600 and len(plan.runs) == 6
+    assert_same_but_for_budget_and_data(a, b)
