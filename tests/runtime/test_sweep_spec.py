@@ -410,6 +410,23 @@ def test_against_names_another_system_and_the_errors_say_where(tmp_path):
     assert f"{at}16:14: error: system 'C' cannot be compared with itself" in message
 
 
+def test_decode_of_names_another_system_that_trains_and_the_errors_say_where(tmp_path):
+    files(tmp_path)
+    systems = "".join(
+        f"  - name: {name}\n    decode_of: {other}\n"
+        for name, other in (("B", "B"), ("C", "B"), ("D", "a"))
+    )
+    message = check(tmp_path, GOOD + systems)
+    at = f"{tmp_path / 'spec.yaml'}:"
+    assert message.startswith(f"{tmp_path / 'spec.yaml'}: 3 errors")
+    assert f"{at}11:16: error: system 'B' cannot decode its own runs" in message
+    assert (
+        f"{at}13:16: error: decode_of: 'B' trains nothing itself (it decodes 'B'): name a "
+        "system with files:" in message
+    )
+    assert f"{at}15:16: error: decode_of: no system 'a'\nhint: did you mean 'A'?" in message
+
+
 def test_a_row_against_another_system_is_measured_against_its_runs(tmp_path):
     from adl.runtime.sweep import results as res
     from adl.runtime.sweep import table as table_mod

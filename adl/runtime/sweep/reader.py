@@ -13,6 +13,7 @@ from adl.errors import did_you_mean
 from adl.runtime import config as cfgmod
 from adl.runtime.errors import UserError
 from adl.runtime.sweep.located import Map, Mark, Problem, Seq, Values, load, show
+from adl.runtime.sweep.references import reference_problems
 from adl.runtime.sweep.spec import (
     BUDGET_KEYS,
     CHECKPOINTS,
@@ -45,7 +46,7 @@ class _Reader(Values):
     def __init__(self, path: Path):
         super().__init__(path)
         self.base = path.resolve().parent
-        self.against_at: dict[str, Mark] = {}  # where each system's against: is
+        self.refs: dict[tuple[str, str], Mark] = {}  # (system, against/decode_of) -> where
 
     # sections -------------------------------------------------------------------------------
     def read(self, doc: Any) -> Spec:
@@ -91,6 +92,7 @@ class _Reader(Values):
             spec.slurm = dict(m or {})
         self.systems(doc, spec)
         self.baseline(doc, spec)
+        self.problems.extend(reference_problems(spec.systems, self.refs, spec.baseline))
         return spec
 
     def preset(self, text: str, mark: Mark, spec: Spec) -> None:
@@ -359,12 +361,12 @@ class _Reader(Values):
                     system.paper = str(figure)
             if "against" in item:
                 system.against = self.text(item["against"], item.value_mark("against"), "against")
-                if system.against is not None:  # else said: takes a string
-                    self.against_at[name] = item.value_mark("against")
+                self.refs[name, "against"] = item.value_mark("against")
             if "decode_of" in item:
                 system.decode_of = self.text(
                     item["decode_of"], item.value_mark("decode_of"), "decode_of"
                 )
+                self.refs[name, "decode_of"] = item.value_mark("decode_of")
                 for key in ("files", "vars", "settings"):
                     if key in item:
                         self.add(
@@ -377,42 +379,6 @@ class _Reader(Values):
             else:
                 system.files = self.files(item["files"], item.value_mark("files"), name)
             spec.systems.append(system)
-        names = [s.name for s in spec.systems]
-        for s in spec.systems:
-            if s.against is None:
-                continue
-            if s.against == s.name:
-                self.add(
-                    self.against_at[s.name], f"system '{s.name}' cannot be compared with itself"
-                )
-            elif s.against not in names:
-                self.add(
-                    self.against_at[s.name],
-                    f"against: no system '{s.against}'",
-                    did_you_mean(s.against, names, ignore_case=True),
-                )
-        trained = {s.name for s in spec.systems if s.trained}
-        for s in spec.systems:
-            if s.decode_of is None:
-                continue
-            item = value[next(i for i, it in enumerate(value) if it.get("name") == s.name)]
-            where = item.value_mark("decode_of")
-            if s.decode_of == s.name:
-                self.add(where, f"system '{s.name}' cannot decode its own runs")
-            elif s.decode_of not in trained:
-                other = spec.system(s.decode_of)
-                if other is not None:
-                    self.add(
-                        where,
-                        f"decode_of: '{s.decode_of}' trains nothing itself (it decodes "
-                        f"'{other.decode_of}'): name a system with files:",
-                    )
-                else:
-                    self.add(
-                        where,
-                        f"decode_of: no system '{s.decode_of}'",
-                        did_you_mean(s.decode_of, trained, ignore_case=True),
-                    )
 
     def files(self, value: Any, mark: Mark, name: str) -> list[Path]:
         items = value if isinstance(value, Seq) else [value]
@@ -448,12 +414,6 @@ class _Reader(Values):
                 doc.value_mark("baseline"),
                 f"baseline '{name}' is not one of the systems ({', '.join(names) or 'none'})",
                 did_you_mean(name, names, ignore_case=True),
-            )
-        if name in self.against_at:
-            self.add(
-                self.against_at[name],
-                f"system '{name}' is the baseline, what the others are compared with: "
-                "it takes no against:",
             )
         spec.baseline = name
 
