@@ -356,16 +356,19 @@ def assert_same_but_for_budget_and_data(a, b):
         )
 
 
-def test_the_corpus_spec_trains_domhan_on_the_whole_bible_and_changes_nothing_else():
+@pytest.mark.parametrize(
+    "whole, bundled", [("domhan2018_corpus", "domhan2018"), ("you2020_corpus", "you2020_long")]
+)
+def test_a_corpus_spec_trains_on_the_whole_bible_and_changes_nothing_else(whole, bundled):
     # the test of a small corpus changes the corpus only: same files, recipe, budget, decoding
-    a, _ = sweep.load("domhan2018_corpus", "/nonexistent/out")
-    b, _ = sweep.load("domhan2018", "/nonexistent/out")
+    a, plan = sweep.load(whole, "/nonexistent/out")
+    b, _ = sweep.load(bundled, "/nonexistent/out")
     assert a.data.max_words is None and b.data.max_words == 20
     assert dataclasses.replace(a.data, max_words=20) == b.data
     # the tables say which corpus each trained on
     assert corpus(a) == "the Bible en-fr, every verse"
     assert corpus(b) == "the Bible en-fr, verses of at most 20 words a side"
-    assert a.steps == b.steps
+    assert a.steps == b.steps and len(plan.runs) == 6
     assert_same_but_for_budget_and_data(a, b)
 
 
@@ -560,15 +563,3 @@ def test_the_status_without_the_test_data_shows_a_result_as_done_and_unchecked(t
     away = _one(plan, run, decoding, state, test_here=False)
     assert away.state == "done"
     assert away.detail == f"BLEU 12.50, chrF 40.00 (not checked: no test data at {tmp_path})"
-
-
-def test_the_corpus_spec_trains_you_on_the_whole_bible_as_long_as_you2020_long():
-    # the test of a small corpus changes the corpus only against the long runs: same files,
-    # recipe, budget and decoding
-    a, plan = sweep.load("you2020_corpus", "/nonexistent/out")
-    b, _ = sweep.load("you2020_long", "/nonexistent/out")
-    assert a.data.max_words is None and b.data.max_words == 20
-    assert dataclasses.replace(a.data, max_words=20) == b.data
-    assert corpus(a) == "the Bible en-fr, every verse"
-    assert a.steps == b.steps == 5600 and len(plan.runs) == 6
-    assert_same_but_for_budget_and_data(a, b)
