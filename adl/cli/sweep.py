@@ -7,6 +7,7 @@ adl sweep SPEC.yaml --status  (or a sweep folder)  which runs are done, running,
 adl sweep SPEC.yaml --executor slurm --slurm partition=dev --slurm gpus_per_node=1
 adl sweep report SPEC [--results DIR]            the table from the committed result files
 adl sweep report --update-doc docs/experiments.md   rewrite a document's report blocks
+adl sweep curves SPEC [--results DIR]            the validations during training, from the same
 
 Train every (system, seed) of a sweep spec that is not finished yet, then write the table
 (results.md, .csv, .json) with BLEU and chrF over seeds, a paired significance test against
@@ -31,7 +32,8 @@ def arguments(p: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         nargs="*",
         help="a spec file, a bundled spec's name (you2020, xu2020, ...), or a sweep folder; "
-        "'report SPEC': the table from the result files alone",
+        "'report SPEC': the table from the result files alone; 'curves SPEC': the "
+        "validations during training, from the same files",
     )
     p.add_argument(
         "--results",
@@ -90,8 +92,10 @@ def run(args: argparse.Namespace) -> int:
     words = list(args.spec)
     if words[:1] == ["report"]:
         return _report(words[1:], args)
+    if words[:1] == ["curves"]:
+        return _curves(words[1:], args)
     if len(words) != 1:
-        raise UsageError("give one SPEC (or: adl sweep report SPEC)")
+        raise UsageError("give one SPEC (or: adl sweep report SPEC, adl sweep curves SPEC)")
     if args.update_doc:
         raise UsageError("--update-doc goes with 'adl sweep report'")
     if args.status:
@@ -123,4 +127,15 @@ def _report(specs: list[str], args: argparse.Namespace) -> int:
     if len(specs) != 1:
         raise UsageError("adl sweep report takes one SPEC")
     print(report(specs[0], args.results), end="")
+    return 0
+
+
+def _curves(specs: list[str], args: argparse.Namespace) -> int:
+    from adl.runtime.sweep.curves import curves
+
+    if args.update_doc:
+        raise UsageError("--update-doc goes with 'adl sweep report'")
+    if len(specs) != 1:
+        raise UsageError("adl sweep curves takes one SPEC")
+    print(curves(specs[0], args.results), end="")
     return 0
