@@ -7,7 +7,7 @@ adl sweep SPEC.yaml --status  (or a sweep folder)  which runs are done, running,
 adl sweep SPEC.yaml --executor slurm --slurm partition=dev --slurm gpus_per_node=1
 adl sweep report SPEC [--results DIR]            the table from the committed result files
 adl sweep report --update-doc docs/experiments.md   rewrite a document's report blocks
-adl sweep curves SPEC [--results DIR]            the validations during training, from the same
+adl sweep curves SPEC [--results DIR]            the validations during training, from those files
 
 Train every (system, seed) of a sweep spec that is not finished yet, then write the table
 (results.md, .csv, .json) with BLEU and chrF over seeds, a paired significance test against
