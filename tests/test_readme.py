@@ -12,6 +12,7 @@ def test_the_two_setup_commands_are_documented_and_ci_uses_the_second():
     assert "make demo" in README and "make test" in README
     ci = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^make test$", ci, re.M)
+    assert re.search(r"^make test-slow$", ci, re.M)  # what make test leaves out
     dry = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True)
     assert "pytest" in dry.stdout
     dry = subprocess.run(["make", "-n", "-B", "test"], cwd=ROOT, capture_output=True, text=True)

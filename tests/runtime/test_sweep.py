@@ -157,6 +157,7 @@ def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path, monkeypatch):
     assert code == 0 and text == md
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_finishes_without_training_twice(tmp_path):
     spec = tiny_task(tmp_path / "task", steps=200, valid_every=10)
     spec.write_text(spec.read_text().replace("seeds: [1, 2]", "seeds: [1]"))
