@@ -156,6 +156,16 @@ def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path, monkeypatch):
     code, text, _ = run_cli("sweep", "report", str(spec), "--results", str(out / "results"))
     assert code == 0 and text == md
 
+    # results kept elsewhere (--results): the sweep folder remembers where, so its status,
+    # report and the next sweep in it find them without being told
+    shutil.move(out / "results", tmp_path / "kept")
+    moved = sweep.sweep(spec, out, stream=io.StringIO(), results=tmp_path / "kept")
+    assert moved.ran == 0 and not (out / "results").exists()
+    assert [r.state for r in sweep.status(out).runs] == ["done"] * 6
+    assert report(out) == md
+    assert sweep.sweep(spec, out, stream=io.StringIO()).ran == 0
+    assert not (out / "results").exists()
+
 
 @pytest.mark.slow
 def test_a_killed_sweep_finishes_without_training_twice(tmp_path):

@@ -91,7 +91,9 @@ def sweep(
         problems = check_disk(plan)
         if problems:
             raise SpecError(sort_problems(problems), spec_obj.path)
-        write_json(plan.out / SWEEP, {"spec": str(spec_obj.path.resolve())})
+        named = results is not None or res.remembered(plan.out) is not None
+        record = {"spec": str(spec_obj.path.resolve()), **({"results": str(kept)} if named else {})}
+        write_json(plan.out / SWEEP, record)
         shutil.copyfile(spec_obj.path, plan.out / "spec.yaml")
         refs = read_lines(plan.data.test[1], allow_empty=True)
         res.write_references(kept, spec_obj, refs[: spec_obj.data.test_max or None])

@@ -10,7 +10,9 @@ RESULTS/SPEC/test.ref            the test references they were scored against
 RESULTS/SPEC/cost.json           the cost columns: adl.runtime.cost over the spec's systems
 
 RESULTS is docs/results/ of the ADL source tree for a bundled spec run from a source
-checkout, else SWEEP/results; ``adl sweep --results DIR`` names another. A (system, seed)
+checkout, else SWEEP/results; ``adl sweep --results DIR`` names another, and the sweep folder
+remembers it (SWEEP/sweep.json), so that ``--status``, ``report`` and ``curves`` of the folder,
+and the next ``adl sweep`` in it, read and write there without being told. A (system, seed)
 whose file is there with the same hash is done: ``adl sweep`` trains and decodes nothing for
 it, even on a fresh machine with no run folder.
 """
@@ -27,20 +29,30 @@ from typing import Any
 from adl.runtime.config import Config
 from adl.runtime.sweep.plan import fingerprint
 from adl.runtime.sweep.spec import ROOT, SWEEPS, Spec
-from adl.runtime.sweep.state import read_json, write_text
+from adl.runtime.sweep.state import SWEEP, read_json, write_text
 
 REFERENCES = "test.ref"
 COST = "cost.json"
 
 
 def root(spec: Spec, out: Path, override: str | Path | None = None) -> Path:
-    """Where the spec's results are kept (see the module's docstring)."""
+    """Where the spec's results are kept (see the module's docstring): ``override``, else
+    where an earlier ``--results`` put them for this sweep folder, else the default."""
     if override is not None:
         return Path(override).resolve()
+    named = remembered(out)
+    if named is not None:
+        return named
     bundled = spec.path.resolve().parent == SWEEPS.resolve()
     if bundled and (ROOT / ".git").exists() and (ROOT / "docs").is_dir():
         return ROOT / "docs" / "results"
     return out / "results"
+
+
+def remembered(out: Path) -> Path | None:
+    """The results folder a ``--results`` named for the sweep folder ``out``, if one did."""
+    named = (read_json(out / SWEEP) or {}).get("results")
+    return Path(named) if isinstance(named, str) else None
 
 
 def folder(results: Path, spec: Spec) -> Path:

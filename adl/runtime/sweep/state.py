@@ -1,6 +1,7 @@
 """What a sweep keeps on disk besides the ordinary run folders, and reading it back.
 
-SWEEP/sweep.json               which spec made the sweep (``adl sweep SWEEP --status``)
+SWEEP/sweep.json               which spec made the sweep (``adl sweep SWEEP --status``), and the
+                               results folder a --results named (results.py)
 SWEEP/spec.yaml                a copy of that spec as last run, for the record
 SWEEP/SYSTEM/seed-N/           the run folder of a trained system (what ``adl train --out``
                                makes), plus:
