@@ -92,12 +92,12 @@ def run(args: argparse.Namespace) -> int:
     words = list(args.spec)
     if words[:1] == ["report"]:
         return _report(words[1:], args)
-    if words[:1] == ["curves"]:
-        return _curves(words[1:], args)
-    if len(words) != 1:
-        raise UsageError("give one SPEC (or: adl sweep report SPEC, adl sweep curves SPEC)")
     if args.update_doc:
         raise UsageError("--update-doc goes with 'adl sweep report'")
+    if words[:1] == ["curves"]:
+        return _curves(words[1:], args.results)
+    if len(words) != 1:
+        raise UsageError("give one SPEC (or: adl sweep report SPEC, adl sweep curves SPEC)")
     if args.status:
         print(sweep.status(words[0], args.out, args.results).render(), end="")
         return 0
@@ -130,12 +130,10 @@ def _report(specs: list[str], args: argparse.Namespace) -> int:
     return 0
 
 
-def _curves(specs: list[str], args: argparse.Namespace) -> int:
+def _curves(specs: list[str], results: str | None) -> int:
     from adl.runtime.sweep.curves import curves
 
-    if args.update_doc:
-        raise UsageError("--update-doc goes with 'adl sweep report'")
     if len(specs) != 1:
         raise UsageError("adl sweep curves takes one SPEC")
-    print(curves(specs[0], args.results), end="")
+    print(curves(specs[0], results), end="")
     return 0

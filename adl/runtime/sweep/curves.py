@@ -35,7 +35,8 @@ def curves(target: str | Path, results: str | Path | None = None) -> str:
     if not rows:
         return "\n".join([*lines, "No run is done yet: no result file to read.", ""])
     for key, (name, digits, better) in METRICS.items():
-        steps = sorted({v["step"] for r in rows for v in _validations(r, key)})
+        series = {r.system: _by_step(r, key) for r in rows}
+        steps = sorted({step for by in series.values() for step in by})
         if not steps:
             continue
         head = [r.system for r in rows] + [f"{r.system} − {o.system}" for r, o in pairs]
@@ -47,8 +48,9 @@ def curves(target: str | Path, results: str | Path | None = None) -> str:
             "|---:|" + "---:|" * len(head),
         ]
         for step in steps:
-            cells = [_cell(_at(r, key, step), len(r.runs), digits) for r in rows]
-            cells += [_difference(r, o, key, step, digits) for r, o in pairs]
+            at = {name: by.get(step, {}) for name, by in series.items()}
+            cells = [_cell(at[r.system], len(r.runs), digits) for r in rows]
+            cells += [_difference(at[r.system], at[o.system], digits) for r, o in pairs]
             lines.append(f"| {step:,} | " + " | ".join(cells) + " |")
         lines.append("")
     lines += [
@@ -71,17 +73,13 @@ def curves(target: str | Path, results: str | Path | None = None) -> str:
     return "\n".join([*lines, ""])
 
 
-def _validations(row: Row, key: str) -> list[dict[str, Any]]:
-    return [v for run in row.runs.values() for v in run.get("validations", []) if key in v]
-
-
-def _at(row: Row, key: str, step: int) -> dict[int, float]:
-    """seed -> the run's ``key`` at validation ``step``, for the runs that reached it."""
-    found = {}
+def _by_step(row: Row, key: str) -> dict[int, dict[int, float]]:
+    """step -> seed -> the run's ``key`` at that validation, for the runs that reached it."""
+    found: dict[int, dict[int, float]] = {}
     for seed, run in row.runs.items():
         for v in run.get("validations", []):
-            if v["step"] == step and key in v:
-                found[seed] = v[key]
+            if key in v:
+                found.setdefault(v["step"], {})[seed] = v[key]
     return found
 
 
@@ -92,8 +90,8 @@ def _cell(values: dict[int, float], seeds: int, digits: int) -> str:
     return text if len(values) == seeds else f"{text} ({len(values)} of {seeds})"
 
 
-def _difference(row: Row, other: Row, key: str, step: int, digits: int) -> str:
-    mine, theirs = _at(row, key, step), _at(other, key, step)
+def _difference(mine: dict[int, float], theirs: dict[int, float], digits: int) -> str:
+    """The mean over the seeds both have of mine less theirs."""
     both = sorted(set(mine) & set(theirs))
     if not both:
         return "–"
