@@ -372,6 +372,18 @@ def test_a_corpus_spec_trains_on_the_whole_bible_and_changes_nothing_else(whole,
     assert_same_but_for_budget_and_data(a, b)
 
 
+def test_the_heads_spec_trains_xus_base_and_hard_dec_with_eight_heads_and_nothing_else():
+    # the test of too few heads changes the heads only: same files, recipe, budget, decoding
+    a, plan = sweep.load("xu2020_heads", "/nonexistent/out")
+    b, _ = sweep.load("xu2020", "/nonexistent/out")
+    assert [s.name for s in a.systems] == ["BASE", "HARD-DEC"] and a.baseline == "BASE"
+    assert [s[:2] for s in a.settings] == [("model.heads", 8)]
+    assert {r.config.model.heads for r in plan.runs} == {8} and len(plan.runs) == 6
+    assert {r.config.model.d_model for r in plan.runs} == {256}  # xu2020's width: 4 heads
+    assert a.steps == b.steps
+    assert_same_but_for_budget_and_data(dataclasses.replace(a, settings=b.settings), b)
+
+
 def test_the_decoder_spec_trains_raganatos_7f_1l_and_8f_with_the_papers_six_decoder_layers():
     # the test of a weak decoder changes the decoder's depth only; the encoders keep 2 layers
     a, plan = sweep.load("raganato2020_decoder", "/nonexistent/out")
