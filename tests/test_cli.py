@@ -131,7 +131,7 @@ def test_summary_labels_show_the_written_arguments(tmp_path):
 
 def test_console_script_runs():
     exe = ROOT / ".venv" / "bin" / "adl"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "adl.cli"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "adl"]
     r = subprocess.run(cmd + ["compile", "--check", str(ENC)], capture_output=True, text=True)
     assert r.returncode == 0 and "ok (encoder" in r.stdout
 
