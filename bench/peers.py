@@ -59,6 +59,7 @@ from peerlib.kept import Kept  # noqa: E402
 from peerlib.prepare import find_files, prepare  # noqa: E402
 from peerlib.recipe import Recipe  # noqa: E402
 from peerlib.runs import Job, run_rounds  # noqa: E402
+from peerlib.stats import VERDICT  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS = "benchmark.json"  # what a benchmark folder was started with
@@ -213,6 +214,20 @@ def parser() -> argparse.ArgumentParser:
         "--keep-checkpoints", action="store_true", help="keep every peer checkpoint file"
     )
     p.add_argument("--dry-run", action="store_true", help="print the training commands only")
+    p.add_argument(
+        "--update-doc",
+        type=Path,
+        metavar="FILE",
+        help="train nothing: rewrite every '<!-- peers pairs DIR -->' block of FILE from "
+        "DIR/results.json",
+    )
+    p.add_argument(
+        "--restate",
+        type=Path,
+        metavar="DIR",
+        help="train nothing: make the tables of the kept benchmark DIR again with today's "
+        "test, from its runs' translations and --corpus's test references",
+    )
     return p
 
 
@@ -231,6 +246,21 @@ def main(argv: list[str] | None = None) -> int:
         grid = tune.parse_grid(args.grid) if args.grid else dict(tune.DEFAULT_GRID)
     except ValueError as exc:
         p.error(str(exc))
+    if args.update_doc:
+        from peerlib.docs import update_doc
+
+        changed = update_doc(args.update_doc, ROOT)
+        print(
+            f"{args.update_doc}: " + (f"updated {', '.join(changed)}" if changed else "up to date")
+        )
+        return 0
+    if args.restate:
+        if not args.corpus:
+            p.error("--restate needs --corpus: the test references its runs were scored on")
+        files = find_files(args.corpus, tuple(args.langs) if args.langs else None)
+        done = report.restate(args.restate, read_lines(files["test"][1]), VERDICT)
+        print(done.markdown)
+        return 0
     device = args.device
     if device == "auto":
         import torch
@@ -407,8 +437,7 @@ def describe(
         f"{minutes:g} minutes of training each from its first update, {threads} thread(s) per "
         f"process, {slots} processes at once on {device}; systems of one round ran at the "
         "same time",
-        f"BLEU {sig['bleu']}; chrF {sig['chrf']}; paired bootstrap on the seeds' concatenated "
-        "test outputs, a lead with p >= 0.05 is a tie",
+        f"BLEU {sig['bleu']}; chrF {sig['chrf']}; {VERDICT}",
     ]
 
 

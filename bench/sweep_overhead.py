@@ -25,8 +25,9 @@ from pathlib import Path
 from toy_task import write_reverse_sweep
 
 from adl.runtime import sweep
+from adl.runtime.sweep.markdown import write
 from adl.runtime.sweep.results import root
-from adl.runtime.sweep.table import build, write
+from adl.runtime.sweep.table import build
 
 
 def task(folder: Path, steps: int, d_model: int) -> Path:

@@ -9,6 +9,8 @@ and each peer is compared with the ADL runs it trained beside.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -121,3 +123,30 @@ def draw_curves(results: list[dict], out: Path, title: str) -> Path | None:
             )
         )
     return curves.draw(series, out, title) if series else None
+
+
+def restate(folder: Path, refs: list[str], verdict_note: str) -> Report:
+    """The tables of a committed benchmark folder (``--results DIR``) made again from its
+    kept runs with today's test: the runs' result files and translations, and the test
+    references (rebuilt from the corpus recipe). ``table.md`` and ``results.json``'s pairs are
+    rewritten; the runs, scores and settings are kept as they were. The old notes stay, the
+    one on the test replaced by ``verdict_note``."""
+    record = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    results = []
+    for path in sorted(folder.glob("runs/*/seed*/*/result.json")):
+        r = json.loads(path.read_text(encoding="utf-8"))
+        results.append({**r, "folder": str(path.parent)})
+    if not results:
+        raise ValueError(f"{folder}: no kept runs (runs/GROUP/seedN/SYSTEM/result.json)")
+    old = (folder / "table.md").read_text(encoding="utf-8").splitlines()
+    title = old[0].removeprefix("### ")
+    notes = [line[2:] for line in old if line.startswith("- ")]
+    notes = [n for n in notes if "paired bootstrap" not in n] + [verdict_note]
+    digest = hashlib.sha256("".join(r + "\n" for r in refs).encode()).hexdigest()
+    notes.append(f"test references: {len(refs):,} lines, sha256 {digest}")
+    done = report(results, record["beams"], refs, title, notes)
+    record.update(done.to_dict())
+    record["references_sha256"] = digest
+    (folder / "table.md").write_text(done.markdown, encoding="utf-8")
+    (folder / "results.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return done

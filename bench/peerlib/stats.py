@@ -1,24 +1,34 @@
-"""Seeds and significance: a system's mean and standard deviation over its seeds, and a
-paired test of ADL against each peer on their concatenated test translations.
+"""Seeds and significance: a system's mean and standard deviation over its seeds, and ADL
+against each peer with the test whose unit is the training run.
 
-The paired test is sacrebleu's paired bootstrap resampling (1,000 resamples; two-sided: it
-counts how often the resampled absolute difference, centred, exceeds the real one), run by
-ADL's ``adl/runtime/sweep/significance.py`` on the outputs of the seeds both systems have,
-concatenated in seed order (seed s of ADL against seed s of the peer, sentence by sentence,
-the references repeated once per seed). A difference with p >= ``ALPHA`` is inside the
-noise and is written as a tie.
+The test is ADL's own (``adl/runtime/sweep/significance.py``, the one ``adl sweep report``
+uses), paired by seed: ADL's run of seed s and the peer's trained in the same round, side by
+side on one machine under the same clock, so what the round did to the machine moves both
+(a slower round gives both fewer updates). Δ = the mean over the seeds both have of ADL's
+score minus the peer's, its 95 % interval from Student's t over those per-seed differences
+with the test set's resampling variance added. ADL is ahead where the interval lies above 0,
+the peer where it lies below, and it is a tie where it holds 0 (the seeds cannot tell). Beside it, the sentence-only paired bootstrap of the seeds both
+have, concatenated (seed s of ADL against seed s of the peer): it measures the test set's
+noise only, and decides nothing.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from adl.runtime.sweep.significance import paired_test
+from adl.runtime.sweep.significance import Interval, compare_runs, interval_of
 
-ALPHA = 0.05  # a lead with a p-value at or above this is a tie
-SAMPLES = 1000  # bootstrap resamples (sacrebleu's default, Moses' script's)
+SAMPLES = 1000  # resamples of the test set (sacrebleu's default, Moses' script's)
+# the tables' note on the test
+VERDICT = (
+    "verdicts: the 95 % interval of ADL's score minus the peer's over the seeds (paired by "
+    "round: Student's t over the per-seed differences with the test set's resampling "
+    "variance, adl/runtime/sweep/significance.py): ahead where it excludes 0, a tie where it "
+    "holds 0; p sentences: the paired bootstrap of the seeds' concatenated outputs, which "
+    "measures the test set's noise only"
+)
 
 
 @dataclass
@@ -41,40 +51,71 @@ def spread(values: Sequence[float]) -> Spread:
     return Spread(statistics.fmean(values), std, len(values))
 
 
-def verdict(ours: float, theirs: float, p: float, alpha: float = ALPHA) -> str:
-    """'ADL ahead', 'peer ahead' or 'tie' (p >= alpha, or equal scores)."""
-    if p >= alpha or ours == theirs:
-        return "tie"
-    return "ADL ahead" if ours > theirs else "peer ahead"
+WORDS = {"ahead": "ADL ahead", "behind": "peer ahead", "tie": "tie"}
+
+
+def verdict(found: Interval) -> str:
+    """'ADL ahead', 'peer ahead' or 'tie' (the interval of ADL minus the peer holds 0)."""
+    return WORDS[found.verdict]
 
 
 @dataclass
 class Pair:
-    """ADL against one peer, one search, over the seeds both have."""
+    """ADL against one peer, one search, over their runs."""
 
     peer: str  # the peer's key
     beam: int
-    seeds: list[int]
-    bleu: tuple[float, float]  # (ADL, peer): corpus BLEU of the concatenated outputs
+    seeds: list[int]  # the seeds both have (the sentence-only test's)
+    runs: tuple[int, int]  # (ADL's, the peer's)
+    bleu: tuple[float, float]  # (ADL, peer): mean over the runs
     chrf: tuple[float, float]
-    bleu_p: float
-    chrf_p: float
-    test: str  # sacrebleu's test and its settings
+    bleu_interval: Interval
+    chrf_interval: Interval
+    sentences_bleu_p: float | None  # the sentence-only test of the seeds both have
+    sentences_chrf_p: float | None
+    test: str  # the sentence-only test and its settings
 
     @property
     def bleu_verdict(self) -> str:
-        return verdict(*self.bleu, self.bleu_p)
+        return verdict(self.bleu_interval)
 
     @property
     def chrf_verdict(self) -> str:
-        return verdict(*self.chrf, self.chrf_p)
+        return verdict(self.chrf_interval)
 
     def to_dict(self) -> dict:
         return {
-            **asdict(self),
+            "peer": self.peer,
+            "beam": self.beam,
+            "seeds": self.seeds,
+            "runs": list(self.runs),
+            "bleu": list(self.bleu),
+            "chrf": list(self.chrf),
+            "bleu_interval": self.bleu_interval.to_dict(),
+            "chrf_interval": self.chrf_interval.to_dict(),
             "bleu_verdict": self.bleu_verdict,
             "chrf_verdict": self.chrf_verdict,
+            "sentences_bleu_p": self.sentences_bleu_p,
+            "sentences_chrf_p": self.sentences_chrf_p,
+            "test": self.test,
         }
+
+
+def pair_of(record: dict) -> Pair:
+    """A :class:`Pair` from its :meth:`Pair.to_dict` (a committed results.json)."""
+    return Pair(
+        record["peer"],
+        record["beam"],
+        record["seeds"],
+        (record["runs"][0], record["runs"][1]),
+        (record["bleu"][0], record["bleu"][1]),
+        (record["chrf"][0], record["chrf"][1]),
+        interval_of(record["bleu_interval"]),
+        interval_of(record["chrf_interval"]),
+        record["sentences_bleu_p"],
+        record["sentences_chrf_p"],
+        record["test"],
+    )
 
 
 def compare(
@@ -85,13 +126,23 @@ def compare(
     references: list[str],
     samples: int = SAMPLES,
 ) -> Pair:
-    """The paired test of ADL's outputs (seed -> translations) against a peer's."""
-    seeds = sorted(set(ours) & set(theirs))
-    if not seeds:
-        raise ValueError(f"ADL and {peer} have no seed in common")
-    found = paired_test(
-        [ours[s] for s in seeds], [theirs[s] for s in seeds], references, "bs", samples
+    """ADL's runs (seed -> translations) against a peer's."""
+    if not ours or not theirs:
+        raise ValueError(f"ADL and {peer} need at least one run each")
+    found = compare_runs(
+        theirs, ours, references, sentence_test="bs", sentence_samples=samples, paired=True
     )
+    b, c, sent = found.bleu, found.chrf, found.sentences
     return Pair(
-        peer, beam, seeds, found.bleu, found.chrf, found.bleu_p, found.chrf_p, found.signature
+        peer,
+        beam,
+        sorted(set(ours) & set(theirs)),
+        (len(ours), len(theirs)),
+        (b.means[1], b.means[0]),
+        (c.means[1], c.means[0]),
+        b,
+        c,
+        sent.bleu_p if sent else None,
+        sent.chrf_p if sent else None,
+        sent.signature if sent else "",
     )

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 from sacrebleu.metrics import BLEU, CHRF
 
+from adl.runtime.sweep.significance import Interval
+
 from .stats import Pair, Spread
 
 
@@ -115,16 +117,33 @@ def summary_table(
 
 
 def pairs_table(pairs: Sequence[Pair], labels: dict[str, str]) -> list[str]:
-    """ADL against each peer: the concatenated scores, p-values and verdicts."""
-    head = ["ADL against", "search", "seeds", "BLEU (ADL / peer)", "p", "BLEU verdict"]
-    head += ["chrF (ADL / peer)", "p", "chrF verdict"]
+    """ADL against each peer: the means over the runs, the interval of ADL minus the peer
+    with the training run as the unit, the verdicts, and the sentence-only p beside them."""
+    head = ["ADL against", "search", "runs (ADL / peer)", "BLEU (ADL / peer)"]
+    head += ["Δ BLEU [95 % interval]", "seeds +/−", "BLEU verdict", "p runs", "p sentences"]
+    head += ["chrF (ADL / peer)", "Δ chrF [95 % interval]", "chrF verdict"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for p in pairs:
-        cells = [labels.get(p.peer, p.peer), search_name(p.beam), ", ".join(map(str, p.seeds))]
-        cells += [f"{p.bleu[0]:.2f} / {p.bleu[1]:.2f}", f"{p.bleu_p:.4f}", p.bleu_verdict]
-        cells += [f"{p.chrf[0]:.2f} / {p.chrf[1]:.2f}", f"{p.chrf_p:.4f}", p.chrf_verdict]
+        b, c = p.bleu_interval, p.chrf_interval
+        higher, lower = b.favour
+        cells = [labels.get(p.peer, p.peer), search_name(p.beam), f"{p.runs[0]} / {p.runs[1]}"]
+        cells += [f"{p.bleu[0]:.2f} / {p.bleu[1]:.2f}", _within(b), f"{higher}/{lower}"]
+        cells += [p.bleu_verdict, _p(b.p), _p(p.sentences_bleu_p)]
+        cells += [f"{p.chrf[0]:.2f} / {p.chrf[1]:.2f}", _within(c), p.chrf_verdict]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def _within(found: Interval) -> str:
+    if found.low is None or found.high is None:
+        return f"{found.delta:+.2f} [–]"
+    return f"{found.delta:+.2f} [{found.low:+.2f}, {found.high:+.2f}]"
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
 
 
 def _key(result: dict) -> str:

@@ -57,7 +57,10 @@ def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path, monkeypatch):
     assert base["baseline"] == "True" and base["p_bleu"] == ""  # no test against itself
     for row in (rnn, greedy):
         assert row["seeds"] == "2"
-        assert 0 < float(row["p_bleu"]) <= 1 and 0 < float(row["p_chrf"]) <= 1
+        assert 0 <= float(row["p_bleu"]) <= 1 and 0 <= float(row["p_chrf"]) <= 1
+        assert 0 < float(row["p_bleu_sentences"]) <= 1
+        assert row["verdict"] in ("ahead", "behind", "tie")
+        assert float(row["bleu_low"]) <= float(row["delta_bleu"]) <= float(row["bleu_high"])
         for key in ("bleu_mean", "chrf_mean", "bleu_std", "delta_chrf"):
             float(row[key])
     for row in rows:
@@ -72,8 +75,9 @@ def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path, monkeypatch):
 
     md = (out / "results.md").read_text()
     assert (
-        "| system | seeds | BLEU | chrF | Δ BLEU | p | Δ chrF | p | paper | parameters | "
-        "memory | train | greedy | beam |" in md
+        "| system | seeds | BLEU | chrF | Δ BLEU [95 % interval] | seeds +/− | verdict | "
+        "p runs | p sentences | Δ chrF [95 % interval] | paper | paper's Δ | reproduced | "
+        "parameters | memory | train | greedy | beam |" in md
     )
     assert md.count("| 1.00 | 1.00 | 1.00 | 1.00 |") == 1  # the baseline against itself
     assert str(tmp_path) not in md  # nothing of this machine's folders
@@ -223,3 +227,37 @@ def test_submitit_local_executor(tmp_path):
     assert list((out / "jobs").iterdir())  # submitit's own logs
     with open(out / "results.csv") as f:
         assert len(list(csv.DictReader(f))) == 3
+
+
+def test_a_pair_that_cannot_tell_gets_its_seeds_in_the_same_call(tmp_path, monkeypatch):
+    """A row whose first look cannot tell (here the same model decoded the same way: Δ is 0
+    on every seed) gets seeds up to its budget once its first seeds are done, in the same
+    ``adl sweep`` call; the other rows keep the spec's seeds."""
+    monkeypatch.setattr(costs, "ROUNDS", 1)  # the cost columns' workload, small for a test
+    monkeypatch.setattr(costs, "SENTENCES", 2)
+    same = "  - name: ATT-again\n    decode_of: ATT\n    against: ATT\n    seed_budget: 3\n"
+    settings = (
+        "  model.d_model: 16\n  train: {max_tokens: 256, valid_every: 4, bleu: false, threads: 1}\n"
+    )
+    spec = write_reverse_sweep(
+        tmp_path / "task",
+        "again",
+        {"train": 60, "valid": 8, "test": 12},
+        (3, 5),
+        1,
+        4,
+        settings,
+        1,
+        same,
+    )
+    out = tmp_path / "sweep"
+    log = io.StringIO()
+    result = sweep.sweep(spec, out, jobs=2, stream=log)
+    assert result.ran == 5 and not result.failed  # ATT, RNN x 2 seeds, then ATT seed 3
+    assert "seeds 3 for ATT, ATT-again = 5 runs; 4 done, 1 to run" in log.getvalue()
+    table = json.loads((out / "results.json").read_text())
+    assert table["seeds_of"] == {"ATT": [1, 2, 3], "RNN": [1, 2], "ATT-again": [1, 2, 3]}
+    again = table["systems"][2]
+    assert again["verdict"] == "tie" and again["delta_bleu"] == 0
+    code, text, _ = run_cli("sweep", str(spec), "--out", str(out), "--check")
+    assert code == 0 and "5 runs; 5 done, 0 to run" in text

@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, run_cli
+from sacrebleu.metrics import BLEU
 
 from adl.runtime import sweep
 from adl.runtime.sweep import measure
 from adl.runtime.sweep.located import load
+from adl.runtime.sweep.markdown import corpus
 from adl.runtime.sweep.plan import data_files
 from adl.runtime.sweep.significance import paired_test
 from adl.runtime.sweep.spec import DATA_KEYS, SYSTEM_KEYS, TOP_KEYS, decode_keys
-from adl.runtime.sweep.table import corpus
 
 ENC = "pos -> res_nd(mh_dot_self_att) -> res_nd(ffl) -> norm\n"
 DEC = "pos -> res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) -> res_nd(ffl) -> norm\n"
@@ -311,10 +312,11 @@ def test_a_check_before_the_data_is_prepared_says_committed_results_are_not_coun
 
 
 def test_a_table_without_runs_says_so_instead_of_empty_facts(tmp_path):
+    from adl.runtime.sweep import markdown as markdown_mod
     from adl.runtime.sweep import table as table_mod
 
     _, plan = sweep.load("domhan2018_tables2to4", tmp_path / "out")
-    text = table_mod.markdown(table_mod.build(plan, tmp_path / "results"), title=False)
+    text = markdown_mod.markdown(table_mod.build(plan, tmp_path / "results"), title=False)
     assert "Test set: not read yet (no run done)." in text
     assert "0 sentences" not in text and "``" not in text  # no empty signature
     assert "| UPPER (baseline) | 0/3 | – |" in text
@@ -443,6 +445,7 @@ def test_decode_of_names_another_system_that_trains_and_the_errors_say_where(tmp
 
 
 def test_a_row_against_another_system_is_measured_against_its_runs(tmp_path):
+    from adl.runtime.sweep import markdown as markdown_mod
     from adl.runtime.sweep import results as res
     from adl.runtime.sweep import table as table_mod
 
@@ -459,17 +462,23 @@ def test_a_row_against_another_system_is_measured_against_its_runs(tmp_path):
     outputs = {"A": half, "B": refs, "C": noisy}  # A worst, B perfect, C between them
     results = tmp_path / "results"
     res.write_references(results, spec, refs)
+    bleu = {n: BLEU().corpus_score(h, [refs]).score for n, h in outputs.items()}
     for name, hyps in outputs.items():
         for seed in spec.seeds:
-            bleu = {"A": 10.0, "B": 100.0, "C": 50.0}[name] + seed
-            record = {"bleu": bleu, "chrf": bleu / 2, "parameters": 1}
+            record = {"bleu": bleu[name], "chrf": bleu[name] / 2, "parameters": 1}
             res.write_record(res.record_path(results, spec, name, seed), record, hyps)
     table = table_mod.build(plan, results)
     rows = {r.system: r.values for r in table.rows}
-    assert rows["B"]["against"] == "A" and rows["B"]["delta_bleu"] == pytest.approx(90.0)
-    assert rows["C"]["against"] == "B" and rows["C"]["delta_bleu"] == pytest.approx(-50.0)
-    assert rows["C"]["p_bleu"] < 0.05  # its translations against B's (perfect), not A's
-    text = table_mod.markdown(table, title=False)
+    assert rows["B"]["against"] == "A" and rows["B"]["delta_bleu"] == pytest.approx(
+        bleu["B"] - bleu["A"]
+    )
+    assert rows["C"]["against"] == "B" and rows["C"]["delta_bleu"] == pytest.approx(
+        bleu["C"] - bleu["B"]
+    )
+    # its translations against B's (perfect), not A's: every seed's the same, so only the
+    # test set varies, and the interval lies below 0
+    assert rows["C"]["verdict"] == "behind" and rows["C"]["p_bleu"] < 0.05
+    text = markdown_mod.markdown(table, title=False)
     assert "| C (vs B) | 2/2 |" in text and "| B | 2/2 |" in text
     assert "A row marked (vs X) is measured against system X instead" in text
     assert table.to_json()["systems"][2]["against"] == "B"

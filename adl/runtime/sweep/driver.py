@@ -20,12 +20,14 @@ from adl.runtime.sweep import costs
 from adl.runtime.sweep import results as res
 from adl.runtime.sweep.engines import ENGINES, run_local, run_submitit
 from adl.runtime.sweep.job import DecodeJob, Job, commit_record
+from adl.runtime.sweep.markdown import write
 from adl.runtime.sweep.pictures import draw
 from adl.runtime.sweep.plan import Plan, check_disk, decoding_key, load, prepare_data, sort_problems
 from adl.runtime.sweep.plan import decoded as complete_decoding
+from adl.runtime.sweep.seeding import decide
 from adl.runtime.sweep.spec import SpecError
 from adl.runtime.sweep.state import HYP, LOG, RESULT, STATE, SWEEP, read_json, write_json
-from adl.runtime.sweep.table import Table, build, write
+from adl.runtime.sweep.table import Table, build
 
 
 class SweepError(UserError):
@@ -76,10 +78,7 @@ def sweep(
         todo = list(plan.runs)
         how = None
         if all(Path(p).is_file() for p in (*data.train, *data.test)):
-            problems = check_disk(plan)
-            if problems:
-                raise SpecError(sort_problems(problems), spec_obj.path)
-            hashes = outcome_hashes(plan)
+            plan, hashes = _seeded(plan, kept)
             todo = [r for r in plan.runs if not committed(r, plan, kept, hashes)]
         else:  # a run's result file is matched by what it was made from, the data among it
             how = "committed results not counted before the data is prepared (adl sweep does it)"
@@ -88,26 +87,32 @@ def sweep(
     plan.out.mkdir(parents=True, exist_ok=True)
     with _lock(plan.out):
         plan.data = prepare_data(spec_obj, say)
-        problems = check_disk(plan)
-        if problems:
-            raise SpecError(sort_problems(problems), spec_obj.path)
+        plan, hashes = _seeded(plan, kept)
         named = results is not None or res.remembered(plan.out) is not None
         record = {"spec": str(spec_obj.path.resolve()), **({"results": str(kept)} if named else {})}
         write_json(plan.out / SWEEP, record)
         shutil.copyfile(spec_obj.path, plan.out / "spec.yaml")
         refs = read_lines(plan.data.test[1], allow_empty=True)
         res.write_references(kept, spec_obj, refs[: spec_obj.data.test_max or None])
-        hashes = outcome_hashes(plan)
-        backfill(plan, kept, hashes)
-        todo = [r for r in plan.runs if not committed(r, plan, kept, hashes)]
         options = {**spec_obj.slurm, **(slurm or {})}
         result = SweepResult(plan, None)
-        if todo:
-            made, how, gpus = _jobs(plan, todo, jobs, executor, kept, hashes)
-            _say_plan(plan, todo, say, how)
+        tried: set[tuple[str, int]] = set()
+        while True:  # the runs to do; then again, where the seeds' verdicts asked for more
+            backfill(plan, kept, hashes)
+            todo = [r for r in plan.runs if not committed(r, plan, kept, hashes)]
+            fresh = [r for r in todo if (r.system, r.seed) not in tried]
+            if not fresh:
+                if not tried:
+                    _say_plan(plan, todo, say, None)
+                break
+            made, how, gpus = _jobs(plan, fresh, jobs, executor, kept, hashes)
+            _say_plan(plan, fresh, say, how)
             _run(made, jobs, gpus, executor, options, plan, result, say, poll)
-        else:
-            _say_plan(plan, todo, say, None)
+            tried |= {(r.system, r.seed) for r in fresh}
+            if result.failed:
+                break
+            plan, hashes = _seeded(plan, kept)
+        result.plan = plan
         if not result.failed and not costs.up_to_date(plan, kept):
             say.write("cost columns: measuring every system (adl.runtime.cost)\n")
             costs.measure_costs(plan, kept, lambda line: say.write(f"  {line}\n"))
@@ -127,6 +132,19 @@ def sweep(
             f"runs are kept); adl sweep {plan.out} --status shows the state."
         )
     return result
+
+
+def _seeded(plan: Plan, kept: Path) -> tuple[Plan, dict[tuple[str, int], str]]:
+    """The plan with each system's seeds as the committed results decide them (seeding.py),
+    its runs fingerprinted and compared with those on disk, and what each result is made
+    from. Call it once the data is there."""
+    base = outcome_hashes(plan)
+    seeds = decide(plan.spec, kept, lambda system, seed: base.get((system, seed)))
+    plan = plan.with_seeds(seeds)
+    problems = check_disk(plan)
+    if problems:
+        raise SpecError(sort_problems(problems), plan.spec.path)
+    return plan, outcome_hashes(plan)
 
 
 def outcome_hashes(plan: Plan) -> dict[tuple[str, int], str]:
@@ -291,8 +309,16 @@ def _say_plan(plan: Plan, todo: list, say: TextIO, how: str | None) -> None:
     what = f"{len(trained)} trained system{'s' if len(trained) != 1 else ''}"
     if variants:
         what += f" (+{len(variants)} decoding {'variants' if len(variants) != 1 else 'variant'})"
+    seeds = lambda n: f"{n} seed{'s' if n != 1 else ''}"
+    more = {name: [s for s in plan.seeds_of(name) if s not in spec.seeds] for name in plan.seeds}
+    added = sorted({tuple(v) for v in more.values() if v})
+    extra = "".join(
+        f"; seeds {', '.join(map(str, group))} for "
+        + ", ".join(n for n, v in more.items() if tuple(v) == group)
+        for group in added
+    )
     say.write(
-        f"sweep {spec.name}: {what} x {len(spec.seeds)} seed{'s' if len(spec.seeds) != 1 else ''}"
+        f"sweep {spec.name}: {what} x {seeds(len(spec.seeds))}{extra}"
         f" = {runs} runs; {runs - len(todo)} done, {len(todo)} to run"
         + (f", {how}" if how else "")
         + f" -> {plan.out}\n"

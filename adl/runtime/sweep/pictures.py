@@ -33,7 +33,7 @@ def draw(table: Table) -> list[Path]:
 
 
 def bleu_bars(table: Table, rows: list, out: Path) -> Path:
-    from adl.runtime.sweep.significance import SIGNIFICANT
+    from adl.runtime.sweep.significance import LEVEL
 
     fig = Figure(figsize=(max(4.0, 1.1 * len(rows) + 2.0), 4.0), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
@@ -46,9 +46,9 @@ def bleu_bars(table: Table, rows: list, out: Path) -> Path:
     for i, r in enumerate(rows):
         seeds = [run["bleu"] for _, run in sorted(r.runs.items())]
         ax.plot([i] * len(seeds), seeds, "o", color="black", markersize=3, zorder=3)
-        p = r.values["p_bleu"]
-        if p is not None:
-            star = "*" if p < SIGNIFICANT else "n.s."
+        verdict = r.values["verdict"]
+        if verdict is not None:
+            star = "*" if verdict != "tie" else "tie"
             top = max([means[i] + stds[i], *seeds])
             ax.annotate(
                 f"{r.values['delta_bleu']:+.2f} {star}",
@@ -64,11 +64,12 @@ def bleu_bars(table: Table, rows: list, out: Path) -> Path:
     ax.set_ylabel("test BLEU")
     ax.set_ylim(0, max(m + s for m, s in zip(means, stds)) * 1.2 + 1)
     ax.grid(True, axis="y", alpha=0.3)
-    n = len(table.plan.spec.seeds)
+    counts = sorted({len(r.runs) for r in rows})
+    n = "/".join(map(str, counts))
     ax.set_title(
-        f"{table.plan.spec.name}: test BLEU, mean ± std over {n} seed{'s' if n != 1 else ''}\n"
-        f"grey: baseline; * p < {SIGNIFICANT} against it, or against X where (vs X) "
-        f"({table.plan.spec.test})",
+        f"{table.plan.spec.name}: test BLEU, mean ± std over {n} seed{'s' if counts != [1] else ''}"
+        f"\ngrey: baseline; * the {100 * LEVEL:.0f} % interval over the runs excludes 0 "
+        "(against it, or against X where (vs X))",
         fontsize=9,
     )
     return _save(fig, out)

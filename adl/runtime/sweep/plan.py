@@ -71,9 +71,24 @@ class Plan:
     out: Path
     data: DataFiles
     runs: list[Run]
+    configs: dict[str, Config] = field(default_factory=dict)  # each trained system's (seed 0)
+    seeds: dict[str, list[int]] = field(default_factory=dict)  # each system's seeds
 
     def folder(self, system: str, seed: int) -> Path:
         return self.out / system / f"seed-{seed}"
+
+    def seeds_of(self, system: str) -> list[int]:
+        """The seeds ``system`` has in this plan: the spec's, and those seeding.py added."""
+        return self.seeds.get(system, self.spec.seeds)
+
+    def with_seeds(self, seeds: dict[str, list[int]]) -> Plan:
+        """The same plan with each system's seeds as given (a system not named keeps the
+        spec's): its runs made again, the fingerprints of runs already planned kept."""
+        made = plan_runs(self.spec, self.out, self.configs, seeds)
+        known = {(r.system, r.seed): r.fingerprint for r in self.runs}
+        for run in made:
+            run.fingerprint = known.get((run.system, run.seed), {})
+        return Plan(self.spec, self.out, self.data, made, self.configs, dict(seeds))
 
     def decodings(self) -> list[Decoding]:
         return [d for r in self.runs for d in r.decodings]
@@ -147,7 +162,6 @@ def make_plan(spec: Spec, out: Path, data: DataFiles, problems: list[Problem]) -
     check) goes into ``problems``."""
     from adl.runtime.model.build import check_model
 
-    runs: list[Run] = []
     configs: dict[str, Config] = {}
     for system in spec.systems:
         if not system.trained or not system.files or not all(f.is_file() for f in system.files):
@@ -175,22 +189,39 @@ def make_plan(spec: Spec, out: Path, data: DataFiles, problems: list[Problem]) -
             problem = check_loader_options(system, configs[base])
             if problem:
                 problems.append(problem)
+    return Plan(spec, out, data, plan_runs(spec, out, configs, {}), configs, {})
+
+
+def plan_runs(
+    spec: Spec, out: Path, configs: dict[str, Config], seeds: dict[str, list[int]]
+) -> list[Run]:
+    """The runs of the trained systems in ``configs``: each system's seeds (``seeds``, else
+    the spec's), and a run for a seed that only a system decoding it has."""
+    want = lambda name: seeds.get(name, spec.seeds)
+    every = sorted({s for system in spec.systems for s in want(system.name)} | set(spec.seeds))
+    order = spec.seeds + [s for s in every if s not in spec.seeds]
+    runs: list[Run] = []
     # seed by seed: a sweep stopped half-way leaves whole tables of fewer seeds
-    for seed in spec.seeds:
+    for seed in order:
         for system in spec.systems:
             if system.name not in configs:
+                continue
+            users = [
+                other
+                for other in spec.systems
+                if (other.name == system.name or other.decode_of == system.name)
+                and seed in want(other.name)
+            ]
+            if not users:
                 continue
             config = copy.deepcopy(configs[system.name])
             config.train.seed = seed
             run = Run(system.name, seed, out / system.name / f"seed-{seed}", config)
-            for other in spec.systems:
-                if other.name == system.name or other.decode_of == system.name:
-                    folder = out / other.name / f"seed-{seed}"
-                    run.decodings.append(
-                        Decoding(other.name, seed, folder, other.decode, system.name)
-                    )
+            for other in users:
+                folder = out / other.name / f"seed-{seed}"
+                run.decodings.append(Decoding(other.name, seed, folder, other.decode, system.name))
             runs.append(run)
-    return Plan(spec, out, data, runs)
+    return runs
 
 
 def check_loader_options(system: SystemSpec, config: Config) -> Problem | None:

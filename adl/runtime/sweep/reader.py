@@ -12,8 +12,9 @@ import yaml
 from adl.errors import did_you_mean
 from adl.runtime import config as cfgmod
 from adl.runtime.errors import UserError
-from adl.runtime.sweep.located import Map, Mark, Problem, Seq, Values, load, show
+from adl.runtime.sweep.located import Map, Mark, Problem, Seq, load
 from adl.runtime.sweep.references import reference_problems
+from adl.runtime.sweep.seed_keys import SeedKeys
 from adl.runtime.sweep.spec import (
     BUDGET_KEYS,
     CHECKPOINTS,
@@ -30,6 +31,7 @@ from adl.runtime.sweep.spec import (
     decode_keys,
     resolve,
 )
+from adl.runtime.sweep.verdicts import CLAIMS
 
 # what a spec must have: the key, and the problem when it is not there
 MISSING = {
@@ -40,7 +42,7 @@ MISSING = {
 
 
 # --- reading ---------------------------------------------------------------------------------
-class _Reader(Values):
+class _Reader(SeedKeys):
     """Builds a :class:`Spec` from the located YAML, collecting every problem."""
 
     def __init__(self, path: Path):
@@ -92,6 +94,7 @@ class _Reader(Values):
             spec.slurm = dict(m or {})
         self.systems(doc, spec)
         self.baseline(doc, spec)
+        self.more_seeds(doc, spec)
         self.problems.extend(reference_problems(spec.systems, self.refs, spec.baseline))
         return spec
 
@@ -239,29 +242,6 @@ class _Reader(Values):
                 out[name] = v
         return out
 
-    def seeds(self, doc: Map, spec: Spec) -> None:
-        if "seeds" not in doc:
-            return
-        value, mark = doc["seeds"], doc.value_mark("seeds")
-        if isinstance(value, int) and not isinstance(value, bool):
-            n = self.integer(value, mark, "seeds")
-            if n:
-                spec.seeds = list(range(1, n + 1))
-            return
-        if not isinstance(value, Seq) or not value:
-            self.add(mark, f"seeds takes a list of integers or a count, not {show(value)}")
-            return
-        seeds = []
-        for i, s in enumerate(value):
-            n = self.integer(s, value.item_mark(i), "a seed", 0)
-            if n is None:
-                continue
-            if n in seeds:
-                self.add(value.item_mark(i), f"seed {n} is given twice")
-                continue
-            seeds.append(n)
-        spec.seeds = seeds
-
     def decode(self, value: Any, mark: Mark, what: str) -> dict[str, Any]:
         m = self.mapping(value, mark, what)
         if m is None:
@@ -359,6 +339,13 @@ class _Reader(Values):
                     )
                 else:
                     system.paper = str(figure)
+            if "claim" in item:
+                system.claim = self.choice(item["claim"], item.value_mark("claim"), "claim", CLAIMS)
+            if "seed_budget" in item:
+                budget = item["seed_budget"]
+                system.seed_budget = (
+                    self.integer(budget, item.value_mark("seed_budget"), "seed_budget", 1) or 0
+                )
             if "against" in item:
                 system.against = self.text(item["against"], item.value_mark("against"), "against")
                 self.refs[name, "against"] = item.value_mark("against")

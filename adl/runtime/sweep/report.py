@@ -15,8 +15,9 @@ from pathlib import Path
 
 from adl.runtime.errors import UserError
 from adl.runtime.sweep import results as res
+from adl.runtime.sweep.markdown import markdown
 from adl.runtime.sweep.plan import load
-from adl.runtime.sweep.table import build, markdown
+from adl.runtime.sweep.table import build
 
 BLOCK = re.compile(
     r"(<!-- adl sweep report (?P<spec>\S+) -->\n)(?P<body>.*?)(<!-- end of adl sweep report -->)",

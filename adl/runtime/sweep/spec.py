@@ -67,6 +67,8 @@ class SystemSpec:
     decode_of: str | None = None  # decode this trained system's runs instead of training
     paper: str | None = None  # the paper's own figure for this row (shown beside ours)
     against: str | None = None  # the system its Δ and p compare with (None: the baseline)
+    claim: str | None = None  # the paper's claim for the row (verdicts.py; None: from paper:)
+    seed_budget: int = 0  # the most seeds its comparison may get (0: the spec's seed_budget)
 
     @property
     def trained(self) -> bool:
@@ -85,6 +87,8 @@ class Spec:
     settings: list[tuple[str, Any, Mark]] = field(default_factory=list)  # key, value, where
     vars: dict[str, Any] = field(default_factory=dict)  # $NAME values (None: drop the preset's)
     seeds: list[int] = field(default_factory=lambda: [1, 2, 3])
+    seed_budget: int = 0  # the most seeds a comparison may get (0: len(seeds), none added)
+    headline: list[str] = field(default_factory=list)  # rows whose pair gets the budget always
     baseline: str = ""
     systems: list[SystemSpec] = field(default_factory=list)
     decode: dict[str, Any] = field(default_factory=lambda: {"beam": 4})
@@ -105,6 +109,10 @@ class Spec:
             return None
         return system.against or self.baseline
 
+    def budget(self, system: SystemSpec) -> int:
+        """The most seeds ``system``'s comparison may get (seeding.py)."""
+        return max(system.seed_budget or self.seed_budget, len(self.seeds))
+
     def mark(self, key: str) -> Mark:
         return self.marks.get(key, Mark(str(self.path), 1, 1))
 
@@ -118,6 +126,8 @@ TOP_KEYS = (
     "settings",
     "vars",
     "seeds",
+    "seed_budget",
+    "headline",
     "baseline",
     "decode",
     "checkpoint",
@@ -125,7 +135,18 @@ TOP_KEYS = (
     "slurm",
     "systems",
 )
-SYSTEM_KEYS = ("name", "files", "vars", "settings", "decode", "decode_of", "paper", "against")
+SYSTEM_KEYS = (
+    "name",
+    "files",
+    "vars",
+    "settings",
+    "decode",
+    "decode_of",
+    "paper",
+    "against",
+    "claim",
+    "seed_budget",
+)
 BUDGET_KEYS = ("steps", "minutes")
 SIGNIFICANCE_KEYS = ("test", "samples")
 DATA_KEYS = tuple(f.name for f in dataclasses.fields(DataSpec))

@@ -1,0 +1,83 @@
+"""The peer tables of docs/performance.md, kept equal to the committed results.
+
+A document holds ADL's verdicts against the peers on a corpus as a block that this module
+rewrites from the corpus's committed ``results.json`` (its ``pairs``, with the seed-aware
+intervals), so that no verdict word is written by hand::
+
+    <!-- peers pairs docs/results/peers/heldout-grid/emoji -->
+    ...the table...
+    <!-- end of peers pairs -->
+
+and the verdicts of several corpora in one table (``<!-- peers summary FOLDER FOLDER ... -->``
+... ``<!-- end of peers summary -->``).
+
+``python bench/peers.py --update-doc docs/performance.md`` rewrites them; a test checks that
+they are up to date.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from . import table
+from .stats import pair_of
+
+BLOCK = re.compile(
+    r"(<!-- peers (?P<kind>pairs|summary) (?P<folders>[^>]+?) -->\n)(?P<body>.*?)"
+    r"(<!-- end of peers (?P=kind) -->)",
+    re.S,
+)
+LABELS = {"sockeye": "Sockeye 3.1.34", "fairseq": "fairseq 0.12.3", "torch": "torch"}
+
+
+def pairs_markdown(folder: Path) -> str:
+    """The pairs table of a committed benchmark folder, from its results.json alone."""
+    record = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    pairs = [pair_of(p) for p in record.get("pairs", [])]
+    return "\n".join(table.pairs_table(pairs, LABELS)) + "\n"
+
+
+def summary_markdown(folders: list[Path]) -> str:
+    """One line per corpus: each peer's verdicts over the searches and metrics."""
+    peers: list[str] = []
+    rows = []
+    for folder in folders:
+        record = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+        found: dict[str, dict[str, list[str]]] = {}
+        for p in map(pair_of, record.get("pairs", [])):
+            if p.peer not in peers:
+                peers.append(p.peer)
+            search = table.search_name(p.beam)
+            for metric, word in (("BLEU", p.bleu_verdict), ("chrF", p.chrf_verdict)):
+                found.setdefault(p.peer, {}).setdefault(word, []).append(f"{search} {metric}")
+        rows.append((folder.name, found))
+    head = ["corpus", *(f"against {LABELS.get(p, p)}" for p in peers)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, found in rows:
+        cells = [name]
+        for peer in peers:
+            words = found.get(peer, {})
+            cells.append("; ".join(f"{w}: {', '.join(cols)}" for w, cols in sorted(words.items())))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def update_doc(path: Path, root: Path, write: bool = True) -> list[str]:
+    """Rewrite every peers block of ``path`` (folders relative to ``root``); returns the
+    folders whose block changed (``write=False``: a check, nothing written)."""
+    text = path.read_text(encoding="utf-8")
+    changed: list[str] = []
+
+    def fill(m: re.Match[str]) -> str:
+        folders = [root / f for f in m["folders"].split()]
+        body = pairs_markdown(folders[0]) if m["kind"] == "pairs" else summary_markdown(folders)
+        if body != m["body"]:
+            changed.append(m["folders"])
+        return m.group(1) + body + m.group(5)
+
+    new = BLOCK.sub(fill, text)
+    if write and new != text:
+        path.write_text(new, encoding="utf-8")
+    return changed
