@@ -15,8 +15,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from adl.runtime.sweep import results as res
-from adl.runtime.sweep.plan import load
+from adl.runtime.sweep.planning import load_plan
 from adl.runtime.sweep.table import Row, build
 
 # validation metric of the result files -> (its name in the tables, decimals, better)
@@ -26,8 +25,8 @@ METRICS = {"loss": ("validation loss", 3, "lower"), "bleu": ("validation BLEU", 
 def curves(target: str | Path, results: str | Path | None = None) -> str:
     """The validation tables and the runs of a spec (a file or a bundled spec's name), as
     Markdown, from its result files."""
-    spec, plan = load(target)
-    table = build(plan, res.root(spec, plan.out, results))
+    spec, plan, kept = load_plan(target, None, results)
+    table = build(plan, kept)
     rows = [r for r in table.rows if r.decode_of is None and r.runs]  # the trained ones
     by_name = {r.system: r for r in rows}
     pairs = [(r, by_name[r.against]) for r in rows if r.against in by_name]

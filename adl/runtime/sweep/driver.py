@@ -22,10 +22,15 @@ from adl.runtime.sweep.engines import ENGINES, run_local, run_submitit
 from adl.runtime.sweep.job import DecodeJob, Job, commit_record
 from adl.runtime.sweep.markdown import write
 from adl.runtime.sweep.pictures import draw
-from adl.runtime.sweep.plan import Plan, check_disk, decoding_key, load, prepare_data, sort_problems
+from adl.runtime.sweep.plan import Plan, decoding_key, prepare_data
 from adl.runtime.sweep.plan import decoded as complete_decoding
-from adl.runtime.sweep.seeding import decide
-from adl.runtime.sweep.spec import SpecError
+from adl.runtime.sweep.planning import (
+    current,
+    data_ready,
+    describe,
+    load_plan,
+    prepare_regime,
+)
 from adl.runtime.sweep.state import HYP, LOG, RESULT, STATE, SWEEP, read_json, write_json
 from adl.runtime.sweep.table import Table, build
 
@@ -71,23 +76,29 @@ def sweep(
         raise UserError(f"--executor must be one of {', '.join(ENGINES)}, not {executor!r}")
     if jobs < 1:
         raise UserError("--jobs must be at least 1")
-    spec_obj, plan = load(spec, out)
-    kept = res.root(spec_obj, plan.out, results)
+    spec_obj, plan, kept = load_plan(spec, out, results)
     if check:
-        data = plan.data
         todo = list(plan.runs)
         how = None
-        if all(Path(p).is_file() for p in (*data.train, *data.test)):
-            plan, hashes = _seeded(plan, kept)
+        if spec_obj.regime is not None and not data_ready(plan):
+            say.write("the regime's sizes need the training set: preparing the data\n")
+            plan.data = prepare_data(spec_obj, say)
+        if data_ready(plan):
+            if spec_obj.regime is not None:
+                prepare_regime(spec_obj, plan, kept)
+            spec_obj, plan, kept, hashes = current(spec, out, results)
             todo = [r for r in plan.runs if not committed(r, plan, kept, hashes)]
         else:  # a run's result file is matched by what it was made from, the data among it
             how = "committed results not counted before the data is prepared (adl sweep does it)"
         _say_plan(plan, todo, say, how)
+        for line in describe(spec_obj, plan):
+            say.write(line + "\n")
         return SweepResult(plan, None, seconds=time.perf_counter() - started)
     plan.out.mkdir(parents=True, exist_ok=True)
     with _lock(plan.out):
         plan.data = prepare_data(spec_obj, say)
-        plan, hashes = _seeded(plan, kept)
+        prepare_regime(spec_obj, plan, kept)
+        spec_obj, plan, kept, hashes = current(spec, out, results)
         named = results is not None or res.remembered(plan.out) is not None
         record = {"spec": str(spec_obj.path.resolve()), **({"results": str(kept)} if named else {})}
         write_json(plan.out / SWEEP, record)
@@ -97,7 +108,7 @@ def sweep(
         options = {**spec_obj.slurm, **(slurm or {})}
         result = SweepResult(plan, None)
         tried: set[tuple[str, int]] = set()
-        while True:  # the runs to do; then again, where the seeds' verdicts asked for more
+        while True:  # the runs to do; then again, where the results asked for more
             backfill(plan, kept, hashes)
             todo = [r for r in plan.runs if not committed(r, plan, kept, hashes)]
             fresh = [r for r in todo if (r.system, r.seed) not in tried]
@@ -111,9 +122,11 @@ def sweep(
             tried |= {(r.system, r.seed) for r in fresh}
             if result.failed:
                 break
-            plan, hashes = _seeded(plan, kept)
+            # more seeds where verdicts need them; a regime's curve once its rates are chosen
+            _, plan, kept, hashes = current(spec, out, results)
         result.plan = plan
-        if not result.failed and not costs.up_to_date(plan, kept):
+        measure = spec_obj.regime is None  # a regime's rows are the spec's systems again
+        if measure and not result.failed and not costs.up_to_date(plan, kept):
             say.write("cost columns: measuring every system (adl.runtime.cost)\n")
             costs.measure_costs(plan, kept, lambda line: say.write(f"  {line}\n"))
         table = build(plan, kept, hashes)
@@ -132,28 +145,6 @@ def sweep(
             f"runs are kept); adl sweep {plan.out} --status shows the state."
         )
     return result
-
-
-def _seeded(plan: Plan, kept: Path) -> tuple[Plan, dict[tuple[str, int], str]]:
-    """The plan with each system's seeds as the committed results decide them (seeding.py),
-    its runs fingerprinted and compared with those on disk, and what each result is made
-    from. Call it once the data is there."""
-    base = outcome_hashes(plan)
-    seeds = decide(plan.spec, kept, lambda system, seed: base.get((system, seed)))
-    plan = plan.with_seeds(seeds)
-    problems = check_disk(plan)
-    if problems:
-        raise SpecError(sort_problems(problems), plan.spec.path)
-    return plan, outcome_hashes(plan)
-
-
-def outcome_hashes(plan: Plan) -> dict[tuple[str, int], str]:
-    """What each (system, seed) of the plan is made from (results.outcome_hash)."""
-    return {
-        (d.system, d.seed): res.outcome_hash(run.config, decoding_key(d, plan))
-        for run in plan.runs
-        for d in run.decodings
-    }
 
 
 def committed(run, plan: Plan, kept: Path, hashes: dict[tuple[str, int], str]) -> bool:
@@ -317,9 +308,11 @@ def _say_plan(plan: Plan, todo: list, say: TextIO, how: str | None) -> None:
         + ", ".join(n for n, v in more.items() if tuple(v) == group)
         for group in added
     )
+    own = any(s.seeds for s in spec.systems)  # a regime's rate search: one seed a row
     say.write(
-        f"sweep {spec.name}: {what} x {seeds(len(spec.seeds))}{extra}"
-        f" = {runs} runs; {runs - len(todo)} done, {len(todo)} to run"
+        f"sweep {spec.name}: {what}"
+        + ("" if own else f" x {seeds(len(spec.seeds))}{extra}")
+        + f" = {runs} runs; {runs - len(todo)} done, {len(todo)} to run"
         + (f", {how}" if how else "")
         + f" -> {plan.out}\n"
     )

@@ -187,6 +187,7 @@ def _train(job: Job, config, folder: Path, state: dict[str, Any]) -> str | None:
             "reason": summary.reason,
             "steps": summary.step,
             "tokens": meter.tokens,
+            "seen": meter.seen,
             "seconds": meter.seconds,
             "tokens_per_s": meter.tokens_per_s,
             "elapsed": meter.elapsed(),
@@ -196,6 +197,26 @@ def _train(job: Job, config, folder: Path, state: dict[str, Any]) -> str | None:
         },
     )
     return None
+
+
+def passes(config, folder: Path, seen: float | None) -> dict[str, Any]:
+    """``train_pairs``: the training pairs; ``train_pieces``: their target pieces with the
+    run's own tokenizer (each with its end of sentence); ``passes``: the target tokens the
+    updates read over those pieces (None where the run predates the count)."""
+    from adl.runtime.data.lines import read_lines
+    from adl.runtime.data.tokenizer import Tokenizers
+    from adl.runtime.rundir import RunDir
+
+    target = read_lines(config.data.train_tgt, allow_empty=True)
+    tokenizer = RunDir(folder).tokenizer
+    if not target or not tokenizer.is_dir():
+        return {"train_pairs": len(target)}
+    pieces = sum(len(ids) + 1 for ids in Tokenizers.load(tokenizer).encode_tgt(target))
+    return {
+        "train_pairs": len(target),
+        "train_pieces": pieces,
+        "passes": seen / pieces if seen and pieces else None,
+    }
 
 
 def _decode(job: Job, decoding: DecodeJob, config, device, threads: int) -> None:
@@ -251,6 +272,7 @@ def _decode(job: Job, decoding: DecodeJob, config, device, threads: int) -> None
         "threads": threads,
         "decode": decoding.options,
         "validations": validations(Path(job.folder)),
+        **passes(config, Path(job.folder), trained.get("seen")),
         "key": decoding.key,
         "finished": time.time(),
     }

@@ -158,6 +158,15 @@ def markdown(table: Table, title: bool = True) -> str:
         lines.append(f"- Note: {note}.")
     if table.missing:
         lines.append(f"- Not finished ({len(table.missing)}): {', '.join(table.missing)}.")
+    if any(s.of for s in spec.systems):
+        from adl.runtime.sweep import regime_report
+
+        lines.append(
+            "- A row NAME@K is system NAME trained on the first K pairs of the shuffled training "
+            "set with the updates scaled to K (equal passes); NAME@lrR searches its peak rate "
+            "(the spec's `regime:`)."
+        )
+        lines += regime_report.markdown(table)
     return "\n".join(lines) + "\n"
 
 

@@ -37,6 +37,7 @@ class Meter:
     ):
         self.valid_every = valid_every
         self.tokens = float(start.get("tokens", 0.0))  # target tokens in measured intervals
+        self.seen = float(start.get("seen", 0.0))  # target tokens of every update (the passes)
         self.seconds = float(start.get("seconds", 0.0))  # their wall time
         self.before = float(start.get("elapsed", 0.0))  # training time of earlier segments
         self.t0 = time.perf_counter()
@@ -49,6 +50,7 @@ class Meter:
 
     def __call__(self, step: int, batches: list) -> None:
         now = time.perf_counter()
+        self.seen += sum(b.tgt_tokens for b in batches)
         if self.prev is not None and self.prev[0] % self.valid_every != 0:
             self.tokens += sum(b.tgt_tokens for b in batches)
             self.seconds += now - self.prev[1]
@@ -58,6 +60,7 @@ class Meter:
                 {
                     "step": step,
                     "tokens": self.tokens,
+                    "seen": self.seen,
                     "seconds": self.seconds,
                     "elapsed": self.elapsed(now),
                 }

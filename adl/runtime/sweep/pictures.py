@@ -26,9 +26,12 @@ def draw(table: Table) -> list[Path]:
     if not rows:
         return []
     folder = table.plan.out / "pictures"
+    from adl.runtime.sweep import regime_pictures
+
     return [
         bleu_bars(table, rows, folder / "bleu.png"),
         bleu_speed(table, rows, folder / "bleu_speed.png"),
+        *regime_pictures.draw(table),
     ]
 
 

@@ -78,8 +78,10 @@ class Plan:
         return self.out / system / f"seed-{seed}"
 
     def seeds_of(self, system: str) -> list[int]:
-        """The seeds ``system`` has in this plan: the spec's, and those seeding.py added."""
-        return self.seeds.get(system, self.spec.seeds)
+        """The seeds ``system`` has in this plan: its own or the spec's, and those seeding.py
+        added."""
+        found = self.spec.system(system)
+        return self.seeds.get(system) or (found.seeds if found else None) or self.spec.seeds
 
     def with_seeds(self, seeds: dict[str, list[int]]) -> Plan:
         """The same plan with each system's seeds as given (a system not named keeps the
@@ -142,7 +144,7 @@ def system_config(spec: Spec, system: SystemSpec, data: DataFiles) -> Config:
     config = cfgmod.load_config(spec.preset)
     for key, value in assign_files([str(f) for f in system.files]).items():
         setattr(config.model, key, value)
-    config.data.train_src, config.data.train_tgt = data.train
+    config.data.train_src, config.data.train_tgt = system.train or data.train
     config.data.valid_src, config.data.valid_tgt = data.valid or (None, None)
     for key, value, _mark in [*spec.settings, *system.settings]:
         cfgmod.set_value(config, key, value)
@@ -151,7 +153,14 @@ def system_config(spec: Spec, system: SystemSpec, data: DataFiles) -> Config:
             config.model.vars.pop(name, None)
         else:
             config.model.vars[name] = value
-    if spec.steps:
+    preset_steps = config.train.max_steps
+    if system.steps:  # a regime's row: its own updates, and the settings scaled with them
+        config.train.max_steps = system.steps
+        for key in spec.regime.scale if spec.regime else []:
+            section, name = key.split(".", 1)
+            scaled = getattr(getattr(config, section), name) * system.steps / preset_steps
+            cfgmod.set_value(config, key, max(1, round(scaled)))
+    elif spec.steps:
         config.train.max_steps = spec.steps
     config.train.max_minutes = spec.minutes
     return config
@@ -197,7 +206,8 @@ def plan_runs(
 ) -> list[Run]:
     """The runs of the trained systems in ``configs``: each system's seeds (``seeds``, else
     the spec's), and a run for a seed that only a system decoding it has."""
-    want = lambda name: seeds.get(name, spec.seeds)
+    own = {s.name: s.seeds for s in spec.systems if s.seeds}
+    want = lambda name: seeds.get(name) or own.get(name) or spec.seeds
     every = sorted({s for system in spec.systems for s in want(system.name)} | set(spec.seeds))
     order = spec.seeds + [s for s in every if s not in spec.seeds]
     runs: list[Run] = []
@@ -389,18 +399,32 @@ def locate(target: str | Path, out: str | Path | None = None) -> tuple[Path, Pat
     return spec_path(target), Path(out) if out else None
 
 
-def load(target: str | Path, out: str | Path | None = None) -> tuple[Spec, Plan]:
+def load(
+    target: str | Path,
+    out: str | Path | None = None,
+    regime: tuple[int, dict[str, float]] | None = None,
+) -> tuple[Spec, Plan]:
     """Read and check a spec (every problem at once, as a :class:`SpecError`) and plan its
     runs, without touching the data (the Bible corpus may not be made yet). ``target``: see
-    :func:`locate`; ``out``: the sweep folder (default runs/sweeps/NAME)."""
+    :func:`locate`; ``out``: the sweep folder (default runs/sweeps/NAME). A spec with a
+    ``regime:`` is planned as its rows (regime.py) given ``regime``: the training set's pairs
+    and the peak rates chosen so far (planning.py finds them); without it, its systems are
+    checked and nothing is planned. The spec returned is the one read, not its rows."""
     path, where = locate(target, out)
     spec, problems = read_spec(path)
     out_dir = (where or default_out(spec)).resolve()
     data = data_files(spec)
+    planned = spec
+    if spec.regime is not None and regime is not None and spec.preset_ok and not problems:
+        from adl.runtime.sweep.regime import expand
+
+        planned = expand(spec, regime[0], data.train, data.langs, regime[1])
     if spec.preset_ok:
-        plan = make_plan(spec, out_dir, data, problems)  # each system's settings and files
+        plan = make_plan(planned, out_dir, data, problems)  # each system's settings and files
+        if spec.regime is not None and regime is None:
+            plan.runs = []  # the rows need the training set's size first
     else:  # no preset: no configuration to check
-        plan = Plan(spec, out_dir, data, [])
+        plan = Plan(planned, out_dir, data, [])
     if problems:
         raise SpecError(sort_problems(problems), path)
     return spec, plan

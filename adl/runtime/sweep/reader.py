@@ -14,6 +14,7 @@ from adl.runtime import config as cfgmod
 from adl.runtime.errors import UserError
 from adl.runtime.sweep.located import Map, Mark, Problem, Seq, load
 from adl.runtime.sweep.references import reference_problems
+from adl.runtime.sweep.regime_keys import RegimeKeys
 from adl.runtime.sweep.seed_keys import SeedKeys
 from adl.runtime.sweep.spec import (
     BUDGET_KEYS,
@@ -42,7 +43,7 @@ MISSING = {
 
 
 # --- reading ---------------------------------------------------------------------------------
-class _Reader(SeedKeys):
+class _Reader(SeedKeys, RegimeKeys):
     """Builds a :class:`Spec` from the located YAML, collecting every problem."""
 
     def __init__(self, path: Path):
@@ -95,6 +96,7 @@ class _Reader(SeedKeys):
         self.systems(doc, spec)
         self.baseline(doc, spec)
         self.more_seeds(doc, spec)
+        self.regime(doc, spec)
         self.problems.extend(reference_problems(spec.systems, self.refs, spec.baseline))
         return spec
 

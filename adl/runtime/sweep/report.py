@@ -14,9 +14,8 @@ import re
 from pathlib import Path
 
 from adl.runtime.errors import UserError
-from adl.runtime.sweep import results as res
 from adl.runtime.sweep.markdown import markdown
-from adl.runtime.sweep.plan import load
+from adl.runtime.sweep.planning import load_plan
 from adl.runtime.sweep.table import build
 
 BLOCK = re.compile(
@@ -27,8 +26,8 @@ BLOCK = re.compile(
 
 def report(target: str | Path, results: str | Path | None = None, title: bool = True) -> str:
     """The Markdown table of a spec (a file or a bundled spec's name) from its result files."""
-    spec, plan = load(target)
-    return markdown(build(plan, res.root(spec, plan.out, results)), title=title)
+    spec, plan, kept = load_plan(target, None, results)
+    return markdown(build(plan, kept), title=title)
 
 
 def update_doc(

@@ -58,7 +58,7 @@ def decide(
     the test set's shared sentence statistics (made here when not given)."""
     found = res.references(results, spec)
     refs = sentences or (Sentences(found) if found is not None else None)
-    want: dict[str, set[int]] = {s.name: set(spec.seeds) for s in spec.systems}
+    want: dict[str, set[int]] = {s.name: set(s.seeds or spec.seeds) for s in spec.systems}
     for system in spec.systems:
         other = spec.compared_with(system)
         budget = spec.budget(system)

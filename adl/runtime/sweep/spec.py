@@ -57,6 +57,21 @@ class DataSpec:
 
 
 @dataclass
+class RegimeSpec:
+    """``regime:``, a curve over the training data: every system trained on nested subsamples
+    of the spec's training set, the updates scaled with the pairs (the budget's steps are the
+    largest size's: equal passes), each system at its own peak rate, searched at one size
+    (regime.py)."""
+
+    sizes: list[int | None]  # training pairs of each subsample, smallest first (None: all)
+    rates: list[float] = field(default_factory=list)  # peak rates searched per system
+    rate_size: int | None = None  # the size the rates are searched at (None: all)
+    scale: list[str] = field(default_factory=list)  # settings scaled with the updates
+    sample_seed: int = 1  # the shuffle of the training set the subsamples are prefixes of
+    mark: Mark | None = None  # where the key is
+
+
+@dataclass
 class SystemSpec:
     name: str
     mark: Mark  # where the system is defined
@@ -69,6 +84,13 @@ class SystemSpec:
     against: str | None = None  # the system its Δ and p compare with (None: the baseline)
     claim: str | None = None  # the paper's claim for the row (verdicts.py; None: from paper:)
     seed_budget: int = 0  # the most seeds its comparison may get (0: the spec's seed_budget)
+    # made by regime.py, never written in a spec: a row of a regime's curve or rate search
+    of: str | None = None  # the spec's system this row is a regime row of
+    size: int | None = None  # its training pairs (a regime row)
+    train: tuple[str, str] | None = None  # its training files instead of the spec's
+    steps: int = 0  # its updates instead of the spec's budget (0: the spec's)
+    seeds: list[int] | None = None  # its own seeds (None: the spec's)
+    compare: bool = True  # False: no Δ (a rate-search row)
 
     @property
     def trained(self) -> bool:
@@ -98,6 +120,7 @@ class Spec:
     slurm: dict[str, Any] = field(default_factory=dict)  # submitit parameters (--executor slurm)
     marks: dict[str, Mark] = field(default_factory=dict)  # where each top-level key is
     preset_ok: bool = True  # False: the preset is unknown (no configuration can be made)
+    regime: RegimeSpec | None = None  # the training-set sizes of a curve (regime.py)
 
     def system(self, name: str) -> SystemSpec | None:
         return next((s for s in self.systems if s.name == name), None)
@@ -105,7 +128,7 @@ class Spec:
     def compared_with(self, system: SystemSpec) -> str | None:
         """The system whose runs ``system``'s Δ and p are measured against: its ``against:``,
         else the baseline (None for the baseline itself)."""
-        if system.name == self.baseline:
+        if system.name == self.baseline or not system.compare:
             return None
         return system.against or self.baseline
 
@@ -133,8 +156,10 @@ TOP_KEYS = (
     "checkpoint",
     "significance",
     "slurm",
+    "regime",
     "systems",
 )
+REGIME_KEYS = ("sizes", "rates", "rate_size", "scale", "sample_seed")
 SYSTEM_KEYS = (
     "name",
     "files",

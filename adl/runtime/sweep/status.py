@@ -8,7 +8,7 @@ from pathlib import Path
 
 from adl.runtime.logs import duration
 from adl.runtime.sweep import results as res
-from adl.runtime.sweep.plan import Plan, decoded, load
+from adl.runtime.sweep.plan import Plan, decoded
 from adl.runtime.sweep.state import LOG, RESULT, STATE, alive, last_step, read_json
 
 STATES = ("done", "running", "stopped", "failed", "pending")
@@ -57,12 +57,14 @@ def status(
     """The state of every (system, seed) of a sweep (``target``: a spec, a bundled spec's
     name, or a sweep folder); a (system, seed) with its result file (results.py) is done,
     made from what the spec says now where the data is there to tell."""
-    from adl.runtime.sweep.driver import outcome_hashes, sweep_running
+    from adl.runtime.sweep.driver import sweep_running
+    from adl.runtime.sweep.planning import data_ready, load_plan, seeded
 
-    spec, plan = load(target, out)
-    kept = res.root(spec, plan.out, results)
-    data = (*plan.data.train, *plan.data.test)
-    hashes = outcome_hashes(plan) if all(Path(p).is_file() for p in data) else None
+    spec, plan, kept = load_plan(target, out, results)
+    hashes = None
+    if data_ready(plan):
+        plan, hashes = seeded(plan, kept)
+    spec = plan.spec  # a regime's rows
     test_here = all(Path(p).is_file() for p in plan.data.test)
     runs = []
     for run in plan.runs:

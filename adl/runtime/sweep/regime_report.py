@@ -1,0 +1,214 @@
+"""What a regime's table says as a curve (regime.py): for each compared pair, Δ BLEU with its
+interval at every size, the passes the runs made, the trend of Δ against the training pairs
+and where it would meet the paper's Δ if it held (a hypothesis with its uncertainty, never a
+result); and the rate search. Read from a built table (table.py), so that ``adl sweep
+report`` and the pictures (regime_pictures.py) say the same."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from adl.runtime.sweep.table import Row, Table
+
+TREND_LEVEL = 0.95  # the crossing's range
+
+
+@dataclass
+class Point:
+    size: int
+    steps: int
+    passes: float | None  # the mean over the runs of what they recorded
+    delta: float | None
+    low: float | None
+    high: float | None
+    verdict: str | None
+    seeds: str  # "n/m": the runs with a result, of those planned
+    higher: int | None
+    lower: int | None
+
+
+@dataclass
+class Trend:
+    """Δ = a + b · log10(pairs), fitted to the points by least squares weighted by each
+    point's interval (its half-width over 1.96, squared)."""
+
+    a: float
+    b: float
+    cov: list[list[float]]  # the covariance of (a, b)
+    crossing: float | None = None  # pairs where the line meets the paper's Δ (None: never)
+    crossing_range: tuple[float, float] | None = None  # from the fit's uncertainty
+
+    def at(self, pairs: float) -> float:
+        return self.a + self.b * math.log10(pairs)
+
+
+@dataclass
+class Curve:
+    system: str
+    against: str
+    paper_delta: float | None
+    claim: str | None
+    points: list[Point] = field(default_factory=list)
+    trend: Trend | None = None
+
+
+def curves(table: Table) -> list[Curve]:
+    """One curve per system of the spec that is compared with another, smallest size first."""
+    spec = table.plan.spec
+    found: dict[str, Curve] = {}
+    for row in table.rows:
+        system = spec.system(row.system)
+        if system is None or system.of is None or system.size is None or not row.against:
+            continue
+        base = spec.system(row.against)
+        v = row.values
+        curve = found.setdefault(
+            system.of,
+            Curve(
+                system.of,
+                base.of if base and base.of else row.against,
+                v["paper_delta"],
+                v["claim"],
+            ),
+        )
+        curve.points.append(
+            Point(
+                system.size,
+                system.steps,
+                _passes(row),
+                v["delta_bleu"],
+                v["bleu_low"],
+                v["bleu_high"],
+                v["verdict"],
+                f"{v['seeds']}/{row.planned}",
+                v["seeds_higher"],
+                v["seeds_lower"],
+            )
+        )
+    for curve in found.values():
+        curve.points.sort(key=lambda p: p.size)
+        curve.trend = fit(curve.points, curve.paper_delta)
+    return list(found.values())
+
+
+def _passes(row: Row) -> float | None:
+    found = [r["passes"] for r in row.runs.values() if r.get("passes")]
+    return statistics.fmean(found) if found else None
+
+
+def fit(points: list[Point], paper: float | None) -> Trend | None:
+    """The weighted line through the points that have an interval (three at least)."""
+    use = [
+        (math.log10(p.size), p.delta, (p.high - p.low) / 2 / 1.96)
+        for p in points
+        if p.delta is not None and p.low is not None and p.high is not None
+    ]
+    if len(use) < 3:
+        return None
+    xs = [x for x, _, _ in use]
+    ys = [y for _, y, _ in use]
+    ws = [1 / max(se**2, 1e-6) for _, _, se in use]
+    sw = sum(ws)
+    mx = sum(w * x for w, x in zip(ws, xs)) / sw
+    my = sum(w * y for w, y in zip(ws, ys)) / sw
+    sxx = sum(w * (x - mx) ** 2 for w, x in zip(ws, xs))
+    b = sum(w * (x - mx) * (y - my) for w, x, y in zip(ws, xs, ys)) / sxx
+    a = my - b * mx
+    var_b = 1 / sxx
+    var_a = 1 / sw + mx**2 / sxx
+    cov_ab = -mx / sxx
+    trend = Trend(a, b, [[var_a, cov_ab], [cov_ab, var_b]])
+    if paper is not None and b != 0:
+        x = (paper - a) / b
+        trend.crossing = 10**x if x < 12 else None
+        # the delta method on x = (paper - a) / b: the range of log10(pairs) it implies
+        dx_da, dx_db = -1 / b, -(paper - a) / b**2
+        var_x = dx_da**2 * var_a + dx_db**2 * var_b + 2 * dx_da * dx_db * cov_ab
+        half = 1.96 * math.sqrt(max(var_x, 0.0))
+        if trend.crossing is not None and x + half < 12:
+            trend.crossing_range = (10 ** (x - half), 10 ** (x + half))
+    return trend
+
+
+def markdown(table: Table) -> list[str]:
+    """The curve and the rate search as Markdown lines (empty for a spec without a regime)."""
+    spec = table.plan.spec
+    if not any(s.of for s in spec.systems):
+        return []
+    lines: list[str] = []
+    for curve in curves(table):
+        paper = (
+            f"; the paper's Δ {curve.paper_delta:+.2f} ({curve.claim})"
+            if curve.paper_delta is not None
+            else ""
+        )
+        lines += [
+            "",
+            f"**{curve.system} against {curve.against}** by training pairs{paper}:",
+            "",
+            "| pairs | updates | passes | seeds | Δ BLEU [95 % interval] | seeds +/− | verdict |",
+            "|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for p in curve.points:
+            delta = "" if p.delta is None else f"{p.delta:+.2f}"
+            if p.delta is not None:
+                delta += " [–]" if p.low is None else f" [{p.low:+.2f}, {p.high:+.2f}]"
+            sides = "" if p.higher is None else f"{p.higher}/{p.lower}"
+            passes = "–" if p.passes is None else f"{p.passes:.1f}"
+            lines.append(
+                f"| {p.size:,} | {p.steps:,} | {passes} | {p.seeds} | {delta} | {sides} | "
+                f"{p.verdict or ''} |"
+            )
+        lines += ["", _trend_sentence(curve)]
+    lines += rate_lines(table)
+    return lines
+
+
+def _trend_sentence(curve: Curve) -> str:
+    t = curve.trend
+    if t is None:
+        return "- Trend: not fitted yet (three sizes with an interval are needed)."
+    text = (
+        f"- Trend (a hypothesis, not a result): Δ ≈ {t.a:+.2f} {t.b:+.2f} · log10(pairs), "
+        f"{t.b:+.2f} BLEU per tenfold data"
+    )
+    if curve.paper_delta is None:
+        return text + "."
+    if t.crossing is None:
+        return text + f"; on this line Δ does not reach the paper's {curve.paper_delta:+.2f}."
+    where = f"about {t.crossing:,.0f} pairs"
+    if t.crossing_range is not None:
+        lo, hi = t.crossing_range
+        where += f" ({lo:,.0f} to {hi:,.0f} from the fit's uncertainty alone)"
+    return (
+        text + f"; if it held, Δ would reach the paper's {curve.paper_delta:+.2f} at {where}: "
+        "an extrapolation beyond the sizes run, which only a run at that size can test."
+    )
+
+
+def rate_lines(table: Table) -> list[str]:
+    """The rate search: each system's rates with their best validation BLEU, the chosen one."""
+    from adl.runtime.sweep.regime_rates import best_validation_bleu
+
+    spec = table.plan.spec
+    rows = [r for r in table.rows if (s := spec.system(r.system)) and s.of and not s.compare]
+    rows = [r for r in rows if "@lr" in r.system]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "Rate search (one seed, best validation BLEU during training; the highest is chosen):",
+        "",
+        "| system | peak rate | pairs | best validation BLEU |",
+        "|---|---:|---:|---:|",
+    ]
+    for row in rows:
+        system = spec.system(row.system)
+        assert system is not None
+        rate = next((v for k, v, _ in system.settings if k == "optim.lr"), None)
+        best = [best_validation_bleu(r) for r in row.runs.values()]
+        shown = f"{best[0]:.2f}" if best and best[0] is not None else "–"
+        lines.append(f"| {system.of} | {rate:g} | {system.size:,} | {shown} |")
+    return lines
