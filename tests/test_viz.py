@@ -213,7 +213,7 @@ def test_adl_viz_attention_writes_the_png_asked_for(run):
 def test_without_a_reference_the_decoder_reads_its_greedy_translation(run, tmp_path):
     picture = viz.draw_attention(run, "a b c d", which="last", out=tmp_path / "a.png")
     model, tokenizers = runtime.load_for_inference(run, "last")
-    assert picture.target == runtime.translate(model, tokenizers, ["a b c d"])[0]
+    assert picture.target == runtime.translate(model, tokenizers, ["a b c d"], beam=1)[0]
     assert picture.drawn == 10 and picture.left_out == 0
     assert png_size(tmp_path / "a.png") == pixels(picture.size)
 

@@ -9,7 +9,13 @@ from __future__ import annotations
 import argparse
 
 from .common import UsageError
-from .translate import _options, _translate_stream, _write, add_search_options, load_translator
+from .translate import (
+    _translate_stream,
+    _write,
+    add_search_options,
+    load_translator,
+    search_options,
+)
 
 HELP = "BLEU and chrF (sacrebleu) of a run or of a hypothesis file"
 
@@ -39,12 +45,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.model is None or args.src is None:
             raise UsageError("give --model RUN and --src FILE (or --hyp FILE)")
-        _options(args)
+        options = search_options(args)  # before the model loads
         sources = read_lines(args.src, allow_empty=True)  # all of it is valid before decoding
         translator = load_translator(args)
         hyps = []
         with open(args.src, "rb") as f:
-            _translate_stream(args, translator, LineStream(f, args.src), len(sources), hyps.append)
+            stream = LineStream(f, args.src)
+            _translate_stream(args, translator, options, stream, len(sources), hyps.append)
         hyp_name = f"translations of {args.src}"
         if args.output:
             _write(args.output, hyps)

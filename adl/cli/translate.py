@@ -43,39 +43,59 @@ def add_model_choice(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_search_options(p: argparse.ArgumentParser) -> None:
+def add_search_options(p: argparse.ArgumentParser, nbest: bool = False) -> None:
+    """``--model`` and the rest of :func:`add_model_choice`, and one flag per search option
+    of :class:`~adl.runtime.search_options.SearchOptions`: its name with dashes, its
+    default and its meaning as it has them (``nbest``: ``--nbest`` too)."""
+    import dataclasses
+
+    from adl.runtime.search_options import DEFAULTS, PENALTIES, RENAMED, SearchOptions
+
     add_model_choice(p)
-    p.add_argument(
-        "--beam", type=int, default=5, metavar="K", help="beam size (1: greedy; default 5)"
-    )
-    p.add_argument(
-        "--batch-size",
-        type=int,
-        default=4096,
-        metavar="TOKENS",
-        help="source tokens x beam per batch (default 4096); adl translate batches the "
-        "lines already read, up to TOKENS / beam lines",
-    )
-    p.add_argument(
-        "--length-penalty",
-        default="fairseq",
-        choices=("fairseq", "gnmt", "none"),
-        help="fairseq: score/length^alpha; gnmt: score/((5+length)/6)^alpha",
-    )
-    p.add_argument("--alpha", type=float, default=1.0, help="length penalty exponent (default 1.0)")
-    p.add_argument(
-        "--max-len-a",
-        type=float,
-        default=1.5,
-        metavar="A",
-        help="at most A x source length + B tokens (default 1.5)",
-    )
-    p.add_argument("--max-len-b", type=int, default=10, metavar="B", help="(default 10)")
+    old_names = {new: old for old, new in RENAMED.items()}
+    for f in dataclasses.fields(SearchOptions):
+        if f.name == "nbest" and not nbest:
+            continue
+        default = getattr(DEFAULTS, f.name)
+        kind = {"int": int, "float": float}.get(str(f.type), str)
+        choices = PENALTIES if f.name == "penalty" else None
+        p.add_argument(
+            "--" + f.name.replace("_", "-"),
+            type=kind,
+            default=default,
+            choices=choices,
+            metavar=None if choices else f.metadata["metavar"],
+            help=f"{f.metadata['help']} (default {default})",
+        )
+        if f.name in old_names:  # the previous release's flag, kept one release
+            p.add_argument(
+                "--" + old_names[f.name].replace("_", "-"),
+                dest=f.name,
+                type=kind,
+                choices=choices,
+                default=argparse.SUPPRESS,
+                action=Renamed,
+                help=argparse.SUPPRESS,
+            )
+
+
+class Renamed(argparse.Action):
+    """A flag of the previous release, kept one release: it sets its new name's value and
+    says so on standard error."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        new = "--" + self.dest.replace("_", "-")
+        print(
+            f"{parser.prog}: warning: {option_string} is renamed {new}; {option_string} goes "
+            "in the next release",
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, values)
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of ``adl translate``."""
-    add_search_options(p)
+    add_search_options(p, nbest=True)
     p.add_argument(
         "--engine",
         choices=("adl", "ctranslate2"),
@@ -91,35 +111,22 @@ def arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--input", metavar="FILE", help="default: standard input")
     p.add_argument("--output", metavar="FILE", help="default: standard output")
-    p.add_argument(
-        "--nbest",
-        type=int,
-        default=1,
-        metavar="N",
-        help="write the N best as 'index ||| text ||| score ||| normalized'",
-    )
 
 
-def _options(args: argparse.Namespace):
-    from adl.runtime.decode.search import SearchOptions
-    from adl.runtime.decode.translator import check_options
+def search_options(args: argparse.Namespace):
+    """The :class:`~adl.runtime.search_options.SearchOptions` of the command line, made (and
+    so checked) once; an option out of range is a usage error."""
+    import dataclasses
 
-    if args.beam < 1:
-        raise UsageError("--beam must be at least 1")
-    nbest = getattr(args, "nbest", 1)
-    if not 1 <= nbest <= args.beam:
-        raise UsageError(f"--nbest must be between 1 and the beam size ({args.beam})")
-    return check_options(
-        SearchOptions(
-            beam=args.beam,
-            nbest=nbest,
-            penalty=args.length_penalty,
-            alpha=args.alpha,
-            len_a=args.max_len_a,
-            len_b=args.max_len_b,
-            max_tokens=args.batch_size,
-        )
-    )
+    from adl.runtime.errors import ConfigError
+    from adl.runtime.search_options import SearchOptions
+
+    names = [f.name for f in dataclasses.fields(SearchOptions)]
+    given = {name: getattr(args, name) for name in names if hasattr(args, name)}
+    try:
+        return SearchOptions(**given)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def load_translator(args: argparse.Namespace):
@@ -154,12 +161,12 @@ def _progress(total: int | None):
     )
 
 
-def _translate_stream(args, translator, source, total, write) -> None:
-    """Translate numbered lines as they come from ``source`` (a LineStream), batching what
-    is already read, writing each output line at once; a warning per cut line."""
+def _translate_stream(args, translator, options, source, total, write) -> None:
+    """Translate numbered lines as they come from ``source`` (a LineStream) with the search
+    ``options``, batching what is already read, writing each output line at once; a
+    warning per cut line."""
     from adl.runtime.decode.translator import translate_stream
 
-    options = _options(args)
     most = max(1, options.max_tokens // options.beam)
     bar = _progress(total)
     name = source.name
@@ -188,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
     from adl.runtime.data.lines import LineStream
     from adl.runtime.errors import DataError
 
-    _options(args)
+    options = search_options(args)  # before the model loads
     translator = load_translator(args)
     if args.input is None:
         source, total = LineStream(sys.stdin.buffer, "<stdin>"), None
@@ -205,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
         out.flush()
 
     try:
-        _translate_stream(args, translator, source, total, write)
+        _translate_stream(args, translator, options, source, total, write)
     finally:
         if args.input is not None:
             source.stream.close()

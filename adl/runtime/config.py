@@ -20,6 +20,7 @@ import yaml
 
 from adl.errors import did_you_mean
 from adl.runtime.errors import ConfigError
+from adl.runtime.search_options import DEFAULTS as SEARCH
 
 PRESETS = Path(__file__).resolve().parent / "presets"
 
@@ -101,8 +102,9 @@ class TrainConfig:
     patience: int = 0  # stop after this many validations without a better best (0: never)
     bleu: bool = True  # greedy-decode the validation set for BLEU and chrF
     valid_bleu_sentences: int = 300  # BLEU/chrF on a fixed sample of this many (0: all)
-    decode_len_a: float = 1.5  # greedy decoding stops at a * source length + b tokens
-    decode_len_b: int = 10  # (see decode_len_a)
+    # validation's greedy translations: the search options len_a and len_b (their defaults)
+    decode_len_a: float = SEARCH.len_a  # at most decode_len_a x source length + decode_len_b
+    decode_len_b: int = SEARCH.len_b  # tokens a translation (see decode_len_a)
     max_bad_steps: int = 10  # stop after this many non-finite losses in a row
     device: str = "auto"  # auto (cuda when there is one) | cpu | cuda | cuda:N
     precision: str = "auto"  # auto | fp32 | bf16 | fp16 (training/precision.py: auto picks)

@@ -184,13 +184,14 @@ def test_translate_streams_each_line_before_the_next_is_written(run):
 def test_out_of_range_search_settings_are_refused_with_one_message(run):
     tmp, out = run
     for flag, value, words in (
-        ("--batch-size", "0", "batch size must be at least 1"),
+        ("--max-tokens", "0", "batch size must be at least 1"),
         ("--alpha", "nan", "alpha must be a finite number"),
-        ("--max-len-a", "-1", "max-len-a must be a finite number >= 0"),
-        ("--max-len-b", "-3", "max-len-b must be >= 0"),
-    ):
+        ("--len-a", "-1", "len_a must be a finite number >= 0"),
+        ("--len-b", "-3", "len_b must be >= 0"),
+        ("--nbest", "6", "nbest must be between 1 and the beam size (5)"),
+    ):  # usage errors, as --beam 0 is
         code, stdout, err = run_cli("translate", "--model", str(out), flag, value)
-        assert code == 1 and stdout == "", (flag, err)
+        assert code == 2 and stdout == "", (flag, err)
         assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
@@ -235,3 +236,24 @@ def test_an_overlong_line_is_cut_with_a_warning_and_loses_no_other_line(run, tmp
     with pytest.warns(UserWarning, match="line 2: .* more than the model's 7 source positions"):
         found = translator.translate(["a b", long_line, "c d"], beam=2)
     assert len(found) == 3
+
+
+def test_one_translation_checks_its_search_options_once(run, monkeypatch, tmp_path):
+    """The options are made, and so checked, once per translation, whatever the door."""
+    import adl
+    from adl.runtime import search_options
+
+    checks = []
+    check = search_options.check_options
+    monkeypatch.setattr(search_options, "check_options", lambda o: checks.append(o) or check(o))
+    tmp, out = run
+    code, stdout, err = translate(monkeypatch, "--model", str(out), "--beam", "2", stdin="a b\nc\n")
+    assert code == 0 and len(stdout.splitlines()) == 2, err
+    assert len(checks) == 1 and checks[0].beam == 2
+    source, ref = tmp_path / "src.txt", tmp_path / "ref.txt"
+    source.write_text("a b\nc d\n")
+    ref.write_text("b a\nd c\n")
+    code, _, err = run_cli("eval", "--model", str(out), "--src", str(source), "--ref", str(ref))
+    assert code == 0 and len(checks) == 2, err
+    adl.load_model(out).translate(["a b c", "d e"], beam=2, nbest=2)
+    assert len(checks) == 3

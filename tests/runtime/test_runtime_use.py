@@ -183,8 +183,8 @@ def test_the_ctranslate2_export_decodes_like_adl(run, exported):
     # one CTranslate2 call for sentences of different limits, and the ones cut at their own
     # limit (len_a 0.5: 2 to 3 tokens of a 4- to 6-token reversal) still match ADL's
     mixed = ["a b c d", "q r s", "f g h i j", "t s a", "a", "j i h g f e"]
-    short = adl.load_model(out).translate(mixed, beam=1, max_len_a=0.5, max_len_b=0)
-    assert ct2.translate(mixed, beam=1, max_len_a=0.5, max_len_b=0) == short
+    short = adl.load_model(out).translate(mixed, beam=1, len_a=0.5, len_b=0)
+    assert ct2.translate(mixed, beam=1, len_a=0.5, len_b=0) == short
     assert max(len(t.split()) for t in short) < 4  # the limits did cut
 
 
@@ -217,8 +217,8 @@ def test_the_cli_the_python_door_and_validation_translate_byte_for_byte_alike(ru
     tmp, out = run
     sources = ["a b c d", "q r s", "f g h i j", "t s a", "e", "b b c d e f"]
     t = adl.load_model(out)
-    python = t.translate(sources, beam=1, batch_size=64)
-    code, cli, err = translate_lines(out, sources, tmp_path, "--beam", "1", "--batch-size", "64")
+    python = t.translate(sources, beam=1, max_tokens=64)
+    code, cli, err = translate_lines(out, sources, tmp_path, "--beam", "1", "--max-tokens", "64")
     assert code == 0, err
     tok = t.tokenizers
     data = encode_pairs(

@@ -7,9 +7,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from adl.runtime.errors import CheckpointError
 from adl.runtime.model.ct2 import ctranslate2_module
+from adl.runtime.search_options import SearchOptions
 
 
 class Ct2Translator:
@@ -56,11 +58,9 @@ class Ct2Translator:
             )
         return cls(Path(path), str(device), compute_type)
 
-    def search(self, lines: Sequence[str], options, warn=None, numbers=None):
+    def search(self, lines: Sequence[str], options: SearchOptions, warn=None, numbers=None):
         from adl.runtime.decode.search import Hypothesis
-        from adl.runtime.decode.translator import check_options
 
-        check_options(options)
         sp_src, sp_tgt = self.tokenizers.src, self.tokenizers.tgt
         pieces = [sp_src.encode(line, out_type=str) if line.strip() else [] for line in lines]
         todo = [i for i, p in enumerate(pieces) if p]
@@ -91,7 +91,7 @@ class Ct2Translator:
             results[i] = hyps or results[i]
         return results
 
-    def _batch(self, pieces: list[list[str]], options, limit: int) -> list:
+    def _batch(self, pieces: list[list[str]], options: SearchOptions, limit: int) -> list:
         """One ``translate_batch`` call (CTranslate2 makes batches of ``max_tokens``)."""
         return self.engine.translate_batch(
             pieces,
@@ -105,15 +105,9 @@ class Ct2Translator:
             suppress_sequences=[["<pad>"], ["<s>"]],
         )
 
-    def translate(self, lines, *, beam: int = 5, nbest: int = 1, max_len_a=1.5, max_len_b=10):
-        from adl.runtime.decode.search import SearchOptions
+    def translate(self, lines, options: SearchOptions | None = None, **settings: Any):
+        """As :meth:`Translator.translate <adl.runtime.decode.translator.Translator.translate>`:
+        the same search options by the same names."""
+        from adl.runtime.decode.translator import translations
 
-        one = isinstance(lines, str)
-        options = SearchOptions(beam=beam, nbest=nbest, len_a=max_len_a, len_b=max_len_b)
-        found = self.search([lines] if one else list(lines), options)
-        out = (
-            [h[0][0] for h in found]
-            if nbest == 1
-            else [[(t, h.normalized) for t, h in hyps] for hyps in found]
-        )
-        return out[0] if one else out
+        return translations(self, lines, SearchOptions.of(options, **settings))

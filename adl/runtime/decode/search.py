@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from adl.runtime.data.tokenizer import BOS, EOS, PAD
+from adl.runtime.search_options import SearchOptions  # imported from here too (sweep, bench)
 
 
 def check_every(device: torch.device, every: int | None = None) -> int:
@@ -318,19 +319,6 @@ def pad_batch(seqs: Sequence[Sequence[int]], device: torch.device | str = "cpu")
     return src.to(device)
 
 
-@dataclass(frozen=True)
-class SearchOptions:
-    """How to search: greedy (beam 1) or beam search, and how long a translation may be."""
-
-    beam: int = 1  # hypotheses kept per sentence; 1: greedy
-    nbest: int = 1  # hypotheses returned per sentence (at most beam)
-    penalty: str = "fairseq"  # length penalty: fairseq (length^alpha), gnmt or none
-    alpha: float = 1.0  # the length penalty's exponent
-    len_a: float = 1.5  # at most len_a x source length + len_b target tokens
-    len_b: int = 10
-    max_tokens: int = 4096  # source tokens per batch (sentences x longest)
-
-
 @torch.no_grad()
 def search_ids(
     model,
@@ -339,9 +327,12 @@ def search_ids(
     options: SearchOptions = SearchOptions(),
     device: torch.device | str = "cpu",
     progress=None,
+    cap: int | None = None,
 ) -> list[list[Hypothesis]]:
     """The best hypotheses of tokenized sentences, in the given order (empty sentences get
-    one empty hypothesis). ``progress(n)`` is called with the sentences done so far."""
+    one empty hypothesis). ``progress(n)`` is called with the sentences done so far. Each
+    translation has at most ``len_a`` x its source's length + ``len_b`` tokens, and at most
+    ``cap`` (the model's target positions)."""
     results: list[list[Hypothesis]] = [[Hypothesis([], 0.0, 0.0)] for _ in src_ids]
     todo = [i for i in range(len(src_ids)) if len(src_ids[i])]
     order = sorted(todo, key=lambda i: len(src_ids[i]))
@@ -359,7 +350,10 @@ def search_ids(
         src = pad_batch([src_ids[i] for i in chunk], device)
         words = tokenizers.word_ids(src) if needs_words else None
         lengths = torch.tensor([len(src_ids[i]) for i in chunk], dtype=torch.float)
-        limit = (lengths * options.len_a + options.len_b).long().clamp_min(1)
+        limit = (lengths * options.len_a + options.len_b).long()
+        if cap is not None:
+            limit = limit.clamp_max(cap)
+        limit = limit.clamp_min(1)
         if options.beam == 1 and options.nbest == 1:
             found = [[Hypothesis(h, math.nan, math.nan)] for h in greedy(model, src, words, limit)]
         else:

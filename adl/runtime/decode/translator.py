@@ -20,7 +20,7 @@ import math
 import os
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,42 +28,11 @@ import torch
 
 from adl.errors import InputError
 from adl.runtime.data.tokenizer import BOS, EOS, PAD
-from adl.runtime.decode.search import Hypothesis, SearchOptions, pad_batch, search_ids
+from adl.runtime.decode.search import Hypothesis, pad_batch, search_ids
 from adl.runtime.errors import ConfigError, DataError
+from adl.runtime.search_options import SearchOptions
 
 Warn = Callable[[int, str], None]  # (line number, message)
-
-
-def check_options(options: SearchOptions) -> SearchOptions:
-    """The search options, or one :class:`ConfigError` naming what is out of range."""
-    if options.beam < 1:
-        raise ConfigError(f"the beam size must be at least 1, not {options.beam}")
-    if not 1 <= options.nbest <= options.beam:
-        raise ConfigError(f"nbest must be between 1 and the beam size ({options.beam})")
-    if options.max_tokens < 1:
-        raise ConfigError(
-            f"the batch size must be at least 1 token, not {options.max_tokens} "
-            "(it counts source tokens x beam per batch)"
-        )
-    if not math.isfinite(options.alpha):
-        raise ConfigError(
-            f"the length penalty's alpha must be a finite number, not {options.alpha}"
-        )
-    if options.penalty not in ("fairseq", "gnmt", "none"):
-        raise ConfigError(f"unknown length penalty {options.penalty!r}: fairseq, gnmt or none")
-    if not math.isfinite(options.len_a) or options.len_a < 0:
-        raise ConfigError(
-            f"max-len-a must be a finite number >= 0, not {options.len_a} "
-            "(translations have at most A x source length + B tokens)"
-        )
-    if options.len_b < 0:
-        raise ConfigError(
-            f"max-len-b must be >= 0, not {options.len_b} "
-            "(translations have at most A x source length + B tokens)"
-        )
-    if options.len_a == 0 and options.len_b == 0:
-        raise ConfigError("max-len-a and max-len-b are both 0: every translation would be empty")
-    return options
 
 
 def position_limits(model) -> tuple[int | None, int | None]:
@@ -159,7 +128,6 @@ class Translator:
         """The ``options.nbest`` best translations of each line (text and hypothesis), in
         order; an empty (or blank) line gets an empty translation. A line longer than the
         model's positions is cut to what fits, and ``warn(number, message)`` is told."""
-        check_options(options)
         numbers = list(numbers) if numbers is not None else list(range(1, len(lines) + 1))
         warn = warn or _warn
         ids = [
@@ -192,73 +160,47 @@ class Translator:
         after sentencepiece, and what validation during training decodes): the target
         length capped at the model's target positions, a batch that the model refuses
         (InputError) retried line by line."""
-        check_options(options)
         warn = warn or _warn
         numbers = list(numbers) if numbers is not None else list(range(1, len(ids) + 1))
         ids = [list(x) for x in ids]
-        groups = [(list(range(len(ids))), options)]
+        groups: list[tuple[list[int], int | None]] = [(list(range(len(ids))), None)]
         if self.tgt_limit is not None:
             cap = self.tgt_limit - 1  # bos + tokens + the step that may add eos
             over = [i for i, x in enumerate(ids) if options.len_a * len(x) + options.len_b > cap]
             if over:
                 capped = set(over)
-                groups = [
-                    ([i for i in range(len(ids)) if i not in capped], options),
-                    (over, replace(options, len_a=0.0, len_b=cap)),
-                ]
+                groups = [([i for i in range(len(ids)) if i not in capped], None), (over, cap)]
         results: list[list[Hypothesis]] = [[] for _ in ids]
-        for rows, opts in groups:
+        for rows, most in groups:
             if not rows:
                 continue
-            for i, hyps in zip(rows, self._run([ids[i] for i in rows], opts, warn, rows, numbers)):
+            found = self._run([ids[i] for i in rows], options, most, warn, rows, numbers)
+            for i, hyps in zip(rows, found):
                 results[i] = hyps
         return results
 
-    def _run(self, ids, options, warn, rows, numbers) -> list[list[Hypothesis]]:
+    def _run(self, ids, options, cap, warn, rows, numbers) -> list[list[Hypothesis]]:
         try:
-            return search_ids(self.model, self.tokenizers, ids, options, self.device)
+            return search_ids(self.model, self.tokenizers, ids, options, self.device, cap=cap)
         except InputError as exc:
             if len(ids) == 1:
                 warn(numbers[rows[0]], f"not translated: {exc}")
                 return [[Hypothesis([], -math.inf, -math.inf)]]
         out = []
         for i, x in enumerate(ids):  # keep the other lines of the batch
-            out += self._run([x], options, warn, [rows[i]], numbers)
+            out += self._run([x], options, cap, warn, [rows[i]], numbers)
         return out
 
     def translate(
-        self,
-        lines: str | Sequence[str],
-        *,
-        beam: int = 5,
-        nbest: int = 1,
-        alpha: float = 1.0,
-        length_penalty: str = "fairseq",
-        max_len_a: float = 1.5,
-        max_len_b: int = 10,
-        batch_size: int = 4096,
+        self, lines: str | Sequence[str], options: SearchOptions | None = None, **settings: Any
     ) -> Any:
-        """Translations of ``lines`` (a str: one sentence, one result). ``nbest`` 1: a str
-        per line; more: a list of ``(text, score)`` per line, best first, where the score is
-        the log-probability divided by the length penalty (what the beam ranks by).
-        ``batch_size`` counts source tokens x beam per batch."""
-        one = isinstance(lines, str)
-        options = SearchOptions(
-            beam=beam,
-            nbest=nbest,
-            penalty=length_penalty,
-            alpha=alpha,
-            len_a=max_len_a,
-            len_b=max_len_b,
-            max_tokens=batch_size,
-        )
-        found = self.search([lines] if isinstance(lines, str) else list(lines), options)
-        out: list = (
-            [hyps[0][0] for hyps in found]
-            if nbest == 1
-            else [[(text, h.normalized) for text, h in hyps] for hyps in found]
-        )
-        return out[0] if one else out
+        """Translations of ``lines`` (a str: one sentence, one result), searched with
+        ``options`` and the :class:`SearchOptions` named in ``settings`` over them
+        (``beam=4``, ``nbest=2``, ``len_a=1.2``...; the defaults otherwise). ``nbest`` 1: a
+        str per line; more: a list of ``(text, score)`` per line, best first, where the
+        score is the log-probability divided by the length penalty (what the beam ranks
+        by)."""
+        return translations(self, lines, SearchOptions.of(options, **settings))
 
     # --- scoring -------------------------------------------------------------------------
     @torch.no_grad()
@@ -312,7 +254,7 @@ class Translator:
         if not src_ids:
             raise DataError("the source sentence is empty")
         if target is None:
-            target = self.translate(source, beam=1)
+            target = self.translate(source, beam=1)  # greedy
         tgt_ids = self.tokenizers.encode_tgt([target])[0]
         src = pad_batch([src_ids], self.device)
         tgt_in = torch.tensor([[BOS, *tgt_ids]], device=self.device)
@@ -368,6 +310,19 @@ def _load_one(path: str | Path, checkpoint: str, decode_attention: str | None):
     from adl.runtime.model.checkpoint import load_for_inference
 
     return load_for_inference(path, checkpoint, "cpu", decode_attention)
+
+
+def translations(searcher, lines: str | Sequence[str], options: SearchOptions) -> Any:
+    """What ``translate`` returns for ``lines``, found by ``searcher.search`` (a
+    :class:`Translator` or another backend with its ``search``)."""
+    one = isinstance(lines, str)
+    found = searcher.search([lines] if isinstance(lines, str) else list(lines), options)
+    out: list = (
+        [hyps[0][0] for hyps in found]
+        if options.nbest == 1
+        else [[(text, h.normalized) for text, h in hyps] for hyps in found]
+    )
+    return out[0] if one else out
 
 
 def _warn(number: int, message: str) -> None:
