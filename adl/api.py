@@ -44,7 +44,10 @@ def parse_value(text: str, name: str = "<value>") -> Any:
 
 
 def check_hyper(
-    d_model: int = 512, heads: int = 8, dropout: float = 0.1, vars: Mapping[str, Any] | None = None
+    d_model: int = Hyper.d_model,
+    heads: int = Hyper.heads,
+    dropout: float = Hyper.dropout,
+    vars: Mapping[str, Any] | None = None,
 ) -> Hyper:
     """Validated model hyper-parameters; string variable values are read as ADL values."""
     problems = []
@@ -100,9 +103,9 @@ def check(
     source: TextOrPath | Source,
     role: str | None = None,
     *,
-    d_model: int = 512,
-    heads: int = 8,
-    dropout: float = 0.1,
+    d_model: int = Hyper.d_model,
+    heads: int = Hyper.heads,
+    dropout: float = Hyper.dropout,
     vars: Mapping[str, Any] | None = None,
     source_d: int | None = None,
     name: str | None = None,

@@ -15,7 +15,7 @@ from .analysis.program import Program
 from .api import TextOrPath, check
 from .errors import ADLError
 from .models import check_pair
-from .registry import DECODER, ENCODER
+from .registry import DECODER, ENCODER, Hyper
 from .roles import role_from_name
 from .source import Source
 
@@ -24,9 +24,9 @@ def check_files(
     files: Sequence[TextOrPath | Source],
     role: str | None = None,
     *,
-    d_model: int = 512,
-    heads: int = 8,
-    dropout: float = 0.1,
+    d_model: int = Hyper.d_model,
+    heads: int = Hyper.heads,
+    dropout: float = Hyper.dropout,
     vars: Mapping[str, Any] | None = None,
 ) -> list[Program | ADLError]:
     """Each file's checked :class:`Program`, or the :class:`ADLError` with all its errors,

@@ -18,7 +18,7 @@ from .analysis.program import BYTES_PER_PARAMETER, CheckedNetwork, Program
 from .api import TextOrPath, check
 from .errors import ADLError, Diagnostic, Note, error
 from .limits import MAX_INTEGER, MEMORY_ENV, amount
-from .registry import DECODER, ENCODER, JOINT
+from .registry import DECODER, ENCODER, JOINT, Hyper
 from .roles import roles_in
 from .source import Source
 from .syntax import ast
@@ -33,9 +33,9 @@ class ModelSpec:
     decoder: str | None  # canonical ADL text the decoder comes from
     src_vocab: int
     tgt_vocab: int
-    d_model: int = 512
-    heads: int = 8
-    dropout: float = 0.1
+    d_model: int = Hyper.d_model
+    heads: int = Hyper.heads
+    dropout: float = Hyper.dropout
     vars: Mapping[str, str] = field(default_factory=dict)  # $NAME -> ADL value text
     tie_embeddings: bool = False  # W_o shares the target embedding
     share_embeddings: bool = False  # one embedding for source and target
@@ -128,9 +128,9 @@ def check_model(
     encoder: TextOrPath,
     decoder: TextOrPath | None = None,
     *,
-    d_model: int = 512,
-    heads: int = 8,
-    dropout: float = 0.1,
+    d_model: int = Hyper.d_model,
+    heads: int = Hyper.heads,
+    dropout: float = Hyper.dropout,
     vars: Mapping[str, Any] | None = None,
     max_memory: int | None = None,
 ) -> tuple[Program, Program]:
@@ -177,9 +177,9 @@ def build(
     joint: TextOrPath | None = None,
     src_vocab: int,
     tgt_vocab: int,
-    d_model: int = 512,
-    heads: int = 8,
-    dropout: float = 0.1,
+    d_model: int = Hyper.d_model,
+    heads: int = Hyper.heads,
+    dropout: float = Hyper.dropout,
     vars: Mapping[str, Any] | None = None,
     tie_embeddings: bool = False,
     share_embeddings: bool = False,

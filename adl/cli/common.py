@@ -6,13 +6,14 @@ import argparse
 
 from .. import api
 from ..errors import ADLError
+from ..registry import Hyper
 
 
 class UsageError(Exception):
     """A command line that cannot be carried out as written (exit 2)."""
 
 
-DEFAULTS = {"d_model": 512, "heads": 8, "dropout": 0.1}  # adl.check's model settings
+DEFAULTS = {k: getattr(Hyper, k) for k in ("d_model", "heads", "dropout")}  # adl.check's
 
 
 def add_checkpoint_option(p: argparse.ArgumentParser) -> None:
@@ -27,9 +28,13 @@ def add_checkpoint_option(p: argparse.ArgumentParser) -> None:
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
     # None: not given (a preset's value, else DEFAULTS)
-    p.add_argument("--d-model", type=int, metavar="N", help="model size (512)")
-    p.add_argument("--heads", type=int, metavar="N", help="default attention heads (8)")
-    p.add_argument("--dropout", type=float, metavar="P", help="default dropout rate (0.1)")
+    p.add_argument("--d-model", type=int, metavar="N", help=f"model size ({Hyper.d_model})")
+    p.add_argument(
+        "--heads", type=int, metavar="N", help=f"default attention heads ({Hyper.heads})"
+    )
+    p.add_argument(
+        "--dropout", type=float, metavar="P", help=f"default dropout rate ({Hyper.dropout})"
+    )
     p.add_argument(
         "--var",
         action="append",

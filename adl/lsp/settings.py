@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..registry import Hyper
 from ..roles import role_from_name
 
 PARENTS = 3  # folders above the file searched for sweep specs
@@ -33,9 +34,9 @@ _SWEEP = re.compile(r"^systems\s*:", re.MULTILINE)
 class Settings:
     """Model settings for checking one file, and where they come from."""
 
-    d_model: int = 512  # adl compile's defaults (adl.check's)
-    heads: int = 8
-    dropout: float = 0.1
+    d_model: int = Hyper.d_model  # adl compile's defaults (adl.check's)
+    heads: int = Hyper.heads
+    dropout: float = Hyper.dropout
     vars: tuple[tuple[str, Any], ...] = ()  # $NAME values, sorted by name
     origin: str = ""  # "preset NAME" or "sweep FILE, system NAME"; "" for the defaults
     partner: Path | None = None  # the other file of the sweep's system (encoder or decoder)

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from adl.errors import did_you_mean
+from adl.registry import Hyper
 from adl.runtime.errors import ConfigError
 from adl.runtime.search_options import DEFAULTS as SEARCH
 
@@ -30,9 +31,9 @@ class ModelConfig:
     encoder: str | None = None  # encoder .adl file, or one file defining encoder = and decoder =
     decoder: str | None = None  # decoder .adl file (None: the encoder file defines both)
     joint: str | None = None  # a joint (decoder-only) .adl file, instead of encoder/decoder
-    d_model: int = 512  # model size, $d_model in the ADL files
-    heads: int = 8  # default attention heads, $heads
-    dropout: float = 0.1  # default dropout rate, $dropout
+    d_model: int = Hyper.d_model  # model size, $d_model in the ADL files (adl.Hyper's default)
+    heads: int = Hyper.heads  # default attention heads, $heads
+    dropout: float = Hyper.dropout  # default dropout rate, $dropout
     vars: dict = field(default_factory=dict)  # other $NAME values the ADL files read
     tie_embeddings: bool = False  # output layer W_o shares the target embedding
     share_embeddings: bool = False  # one embedding for source and target (needs data.joint_vocab)
