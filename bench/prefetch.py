@@ -59,7 +59,7 @@ def main() -> None:
                 )
                 trainer = runtime.Trainer(config, folder / f"run-{r}-{depth}")
                 try:
-                    trainer.log.setLevel("WARNING")
+                    trainer.state.log.setLevel("WARNING")
                     start = time.perf_counter()
                     trainer.run()
                     per_update[depth].append((time.perf_counter() - start) / args.steps)

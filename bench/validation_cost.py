@@ -55,19 +55,19 @@ def main() -> None:
         trainer = runtime.Trainer(config, f"{tmp}/run")
         try:
             for _ in range(args.warm):
-                trainer._update([next(trainer.stream) for _ in range(t.accumulate)])
-            n = len(trainer.valid_data)
+                trainer._update([next(trainer.state.stream) for _ in range(t.accumulate)])
+            n = len(trainer.state.valid_data)
 
             def validation(sentences: int) -> float:
                 t.valid_bleu_sentences = sentences
                 started = time.monotonic()
-                trainer._validate()
+                trainer.validate()
                 return time.monotonic() - started
 
             whole = validation(0)
             started = time.monotonic()
             for _ in range(args.steps):
-                trainer._update([next(trainer.stream) for _ in range(t.accumulate)])
+                trainer._update([next(trainer.state.stream) for _ in range(t.accumulate)])
             step = (time.monotonic() - started) / args.steps
             k = runtime.load_config(args.preset).train.valid_bleu_sentences
             sample = validation(k)

@@ -81,7 +81,7 @@ class ScheduleConfig:
     warmup: int = 0  # updates of linear warm-up from warmup_init to optim.lr
     warmup_init: float = 0.0  # learning rate at update 0 of the warm-up
     factor: float = 0.7  # plateau: multiply the rate by this when validation stalls
-    patience: int = 8  # plateau: validations without a better perplexity first
+    patience: int = 8  # the rate's: plateau decays after this many without a better ppl
     min_lr: float = 0.0  # the rate never goes below this (plateau, linear)
 
 
@@ -100,7 +100,7 @@ class TrainConfig:
     keep_best: int = 1  # best step-N.pt checkpoints kept besides (for averaging)
     average_last: int = 0  # at the end, averages of the last 2..N checkpoints can become best.pt
     best_metric: str = "ppl"  # best.pt is best by: ppl | loss | acc | bleu | chrf
-    patience: int = 0  # stop after this many validations without a better best (0: never)
+    patience: int = 0  # the run's: stop after this many without a better best (0: never)
     bleu: bool = True  # greedy-decode the validation set for BLEU and chrF
     valid_bleu_sentences: int = 300  # BLEU/chrF on a fixed sample of this many (0: all)
     # validation's greedy translations: the search options len_a and len_b (their defaults)

@@ -99,6 +99,11 @@ class RunDir:
     def holds_a_run(self) -> bool:
         return self.config.exists() or bool(self.step_files()) or self.last.exists()
 
+    def require_checkpoints(self) -> None:
+        """Refuse to resume a run that has no checkpoint (checkpoints/last.pt or step-N.pt)."""
+        if not (self.last.is_file() or self.step_files()):
+            raise RunDirError(f"{self.root}: nothing to resume (no checkpoints/last.pt)")
+
 
 # --- one process per run ------------------------------------------------------------------
 LOCK_ENV = "ADL_RUN_LOCK_PID"  # set by a launcher that holds the lock for its workers

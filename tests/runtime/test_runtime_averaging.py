@@ -14,7 +14,7 @@ from adl.runtime.config import ConfigError
 from adl.runtime.model import checkpoint as ckpt
 from adl.runtime.rundir import RunDir
 
-STATE = importlib.import_module("adl.runtime.training.state")  # where the trainer validates
+TRAIN = importlib.import_module("adl.runtime.training.train")  # where the trainer validates
 
 
 def config(tmp_path, *sets):
@@ -29,7 +29,7 @@ def run_with(tmp_path, monkeypatch, perplexities, *sets):
         ppl = next(calls)
         return {"loss": ppl / 10, "ppl": ppl, "acc": 0.0}
 
-    monkeypatch.setattr(STATE, "validate", validate)
+    monkeypatch.setattr(TRAIN, "validate", validate)
     run = RunDir(tmp_path / "run")
     sets = ("max_steps=3", "valid_every=1", "keep_last=3", "average_last=3", *sets)
     summary = runtime.train(config(tmp_path, *sets), run.root)

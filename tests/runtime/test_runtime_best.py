@@ -13,7 +13,7 @@ from adl.runtime.model import checkpoint as ckpt
 from adl.runtime.rundir import RunDir
 
 CAP = math.exp(100.0)  # what validate reports for any loss above 100 nats
-STATE = importlib.import_module("adl.runtime.training.state")  # where the trainer validates
+TRAIN = importlib.import_module("adl.runtime.training.train")  # where the trainer validates
 
 
 def config(tmp_path, *sets):
@@ -28,7 +28,7 @@ def fake_validations(monkeypatch, sequence):
         ppl, loss = next(calls)
         return {"loss": loss, "ppl": ppl, "acc": 0.0}
 
-    monkeypatch.setattr(STATE, "validate", validate)
+    monkeypatch.setattr(TRAIN, "validate", validate)
 
 
 def best_of(tmp_path, monkeypatch, sequence, *sets):
@@ -88,7 +88,7 @@ def test_the_plateau_schedule_sees_the_loss_under_a_capped_perplexity(
         trainer.run()
     finally:
         trainer.close()
-    assert trainer.schedule.lr(trainer.step + 1) == pytest.approx(1e-3 * 0.5**decays)
+    assert trainer.state.schedule.lr(trainer.step + 1) == pytest.approx(1e-3 * 0.5**decays)
 
 
 def test_old_checkpoints_without_losses_are_still_ranked(tmp_path):

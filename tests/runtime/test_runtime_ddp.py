@@ -48,10 +48,10 @@ summary = trainer.run(on_step=lambda step, batches: seen.extend(
     i for b in batches for i in b.ids.tolist()))
 trainer.close()
 digest = hashlib.sha256(b"".join(p.detach().numpy().tobytes()
-                                 for p in trainer.model.parameters())).hexdigest()
+                                 for p in trainer.state.model.parameters())).hexdigest()
 rank = int(os.environ["RANK"])
 with open(f"{report}/rank{rank}.json", "w") as f:
-    json.dump({"rank": rank, "world": trainer.dist.world, "steps": summary.step,
+    json.dump({"rank": rank, "world": trainer.place.dist.world, "steps": summary.step,
                "seen": seen, "digest": digest, "writes": writes}, f)
 """
 

@@ -36,11 +36,11 @@ def poison(model, calls):
 
 def test_a_nan_loss_skips_the_update_and_is_counted(tmp_path):
     trainer = runtime.Trainer(config(tmp_path, "max_steps=5", "valid_every=5"), tmp_path / "run")
-    poison(trainer.model, {3})
+    poison(trainer.state.model, {3})
     before = {}
 
     def watch(step, batches):
-        before[step] = trainer.skipped
+        before[step] = trainer.state.book.skipped
 
     try:
         summary = trainer.run(on_step=watch)
@@ -62,7 +62,7 @@ def test_k_nan_losses_in_a_row_stop_with_the_last_checkpoint_intact(tmp_path):
     digest = hashlib.sha256(run.last.read_bytes()).hexdigest()
     cfg.train.max_steps = 50
     trainer = runtime.Trainer(cfg, run.root, resume=True)
-    poison(trainer.model, None)
+    poison(trainer.state.model, None)
     try:
         with pytest.raises(TrainingStopped) as err:
             trainer.run()

@@ -44,12 +44,14 @@ def test_the_weights_at_step_0_are_the_source_runs(source, tmp_path, with_files)
     trainer = runtime.Trainer(fine_tune_config(source, None if with_files else []), tmp_path / "ft")
     try:
         assert trainer.step == 0
-        mine = trainer.model.state_dict()
+        mine = trainer.state.model.state_dict()
         assert list(mine) == list(best["model"])
         assert all(torch.equal(mine[k], best["model"][k]) for k in mine)
-        assert trainer.optimizer.state_dict()["state"] == {}  # a fresh optimizer
-        assert trainer.schedule.lr(1) == trainer.cfg.optim.lr / trainer.cfg.schedule.warmup
-        assert trainer.history == [] and trainer.best_value is None
+        assert trainer.state.optimizer.state_dict()["state"] == {}  # a fresh optimizer
+        assert trainer.state.schedule.lr(1) == trainer.cfg.optim.lr / trainer.cfg.schedule.warmup
+        # the optimizer is made with the rate of its first update (the schedule's)
+        assert trainer.state.optimizer.param_groups[0]["lr"] == trainer.state.schedule.lr(1)
+        assert trainer.state.book.history == [] and trainer.state.book.best_value is None
         ft = RunDir(tmp_path / "ft")
         assert (ft.tokenizer / "joint.model").read_bytes() == (
             run.tokenizer / "joint.model"
@@ -72,7 +74,7 @@ def test_a_checkpoint_file_can_be_named(source, tmp_path):
     trainer = runtime.Trainer(cfg, tmp_path / "ft")
     try:
         weights = ckpt.load(step2)["model"]
-        assert all(torch.equal(v, weights[k]) for k, v in trainer.model.state_dict().items())
+        assert all(torch.equal(v, weights[k]) for k, v in trainer.state.model.state_dict().items())
     finally:
         trainer.close()
 

@@ -136,7 +136,7 @@ def test_fp16_scaler_state_survives_a_resume(tmp_path):
     assert config.train.precision == "fp16"  # the stored choice
     trainer = runtime.Trainer(config, part, resume=True)
     try:
-        assert trainer.scaler.is_enabled() and trainer.scaler.state_dict() == at_10
+        assert trainer.state.scaler.is_enabled() and trainer.state.scaler.state_dict() == at_10
         trainer.run()
     finally:
         trainer.close()

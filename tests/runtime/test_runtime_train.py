@@ -18,6 +18,7 @@ from runtime_helpers import (
 )
 
 from adl import runtime
+from adl.runtime.training.train import Update
 
 
 @pytest.mark.slow
@@ -129,14 +130,19 @@ def test_gradient_accumulation_equals_one_big_batch(tmp_path):
     )
     trainer = runtime.Trainer(config, tmp_path / "run")
     try:
-        assert isinstance(trainer.optimizer, torch.optim.AdamW)
+        assert isinstance(trainer.state.optimizer, torch.optim.AdamW)
         grads = []
-        trainer.optimizer.step = lambda: grads.append(  # look at the gradient, don't step
-            [p.grad.clone() for p in trainer.model.parameters()]
+        trainer.state.optimizer.step = lambda: grads.append(  # look at the gradient, don't step
+            [p.grad.clone() for p in trainer.state.model.parameters()]
         )
-        a, b = next(trainer.stream), next(trainer.stream)
-        trainer._update([a, b])
-        trainer._update([collate(trainer.train_data, torch.cat([a.ids, b.ids]))])
+        a, b = next(trainer.state.stream), next(trainer.state.stream)
+        first = trainer._update([a, b])
+        assert isinstance(first, Update) and first.ok and not first.stop
+        assert first.tokens == a.tgt_tokens + b.tgt_tokens and trainer.step == 1
+        assert first.lr == trainer.state.optimizer.param_groups[0]["lr"]  # the schedule's
+        with pytest.warns(DeprecationWarning, match="read update.tokens"):
+            assert first["tokens"] == first.tokens  # the previous release's dict, one release
+        trainer._update([collate(trainer.state.train_data, torch.cat([a.ids, b.ids]))])
     finally:
         trainer.close()
     assert len(grads) == 2

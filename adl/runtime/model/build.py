@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,8 @@ def assign_files(files: list[str]) -> dict[str, str | None]:
     )
 
 
-def check_model(cfg: ModelConfig) -> None:
-    """Check the .adl files (cheap: nothing is built); raises :class:`adl.errors.ADLError`, or
+def check_model_files(cfg: ModelConfig) -> None:
+    """Check a run's .adl files with its model settings (cheap: nothing is built); raises :class:`adl.errors.ADLError`, or
     :class:`ConfigError` for a variable of ``model.vars`` that no file reads (a misspelt or
     stale name would silently train the files' defaults)."""
     options: dict[str, Any] = dict(
@@ -55,6 +56,18 @@ def check_model(cfg: ModelConfig) -> None:
             "; ".join(f"{w.message} ({w.hint})" for w in unused)
             + ": remove it or correct its name (--set model.vars.NAME=VALUE sets one)"
         )
+
+
+def check_model(cfg: ModelConfig) -> None:
+    """The previous release's name of :func:`check_model_files` (``adl.check_model`` is
+    another function: it checks ADL texts and returns their programs); kept one release."""
+    warnings.warn(
+        "adl.runtime.model.build.check_model is renamed check_model_files; the old name goes "
+        "in the next release",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    check_model_files(cfg)
 
 
 def build_options(

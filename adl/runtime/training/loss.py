@@ -3,6 +3,7 @@
 ``loss = (1 - ε) · (−log p(y)) + ε · mean_v(−log p(v))`` — the smoothed target puts ε spread
 uniformly over the vocabulary (as ``torch.nn.functional.cross_entropy(label_smoothing=ε)``).
 The unsmoothed negative log-likelihood comes out of the same pass for the perplexity.
+:func:`forward` is the teacher-forced pass whose logits it reads (training and validation).
 """
 
 from __future__ import annotations
@@ -10,6 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from torch import Tensor
+
+
+def forward(model, batch, needs_words: bool) -> Tensor:
+    """The model's logits (B, T, V) of a batch, teacher-forced, with the source's word ids
+    where the model reads them (``needs_words``)."""
+    if needs_words:
+        return model(batch.src, batch.tgt_in, batch.src_words)
+    return model(batch.src, batch.tgt_in)
 
 
 @dataclass

@@ -13,15 +13,21 @@ from adl.runtime.config import OptimConfig
 IMPLEMENTATION = ("fused", "foreach")  # how torch steps, not what: kept over a checkpoint's
 
 
-def make(params: Iterable[torch.nn.Parameter], o: OptimConfig, fused: bool = True):
-    """Adam or AdamW; ``fused``: where torch has the kernel (CUDA, and the CPU since torch
+def make(
+    params: Iterable[torch.nn.Parameter],
+    o: OptimConfig,
+    fused: bool = True,
+    lr: float | None = None,
+):
+    """Adam or AdamW at the rate ``lr`` (default ``o.lr``: a schedule gives the rate of its
+    first update, :meth:`~adl.runtime.training.schedule.Schedule.lr`); ``fused``: where torch has the kernel (CUDA, and the CPU since torch
     2.4), one pass over every parameter's update instead of a handful of tensor operations
     per parameter, with the same arithmetic (bench/optimizer_step.py times both and compares
     the weights they reach)."""
     kind = torch.optim.AdamW if o.optimizer == "adamw" else torch.optim.Adam
     params = list(params)
     settings: dict[str, Any] = dict(
-        lr=o.lr, betas=tuple(o.betas), eps=o.eps, weight_decay=o.weight_decay
+        lr=o.lr if lr is None else lr, betas=tuple(o.betas), eps=o.eps, weight_decay=o.weight_decay
     )
     if fused:
         try:

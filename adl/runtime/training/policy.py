@@ -1,190 +1,218 @@
 """The checkpoint policy of a run (the part of :class:`~adl.runtime.training.train.Trainer`
-that decides what is kept): validating and keeping the best (``train.best_metric``, early
-stopping with ``train.patience``), what a checkpoint holds and how a resume restores it
-(random states included), which step files stay (``keep_last``, ``keep_best``), and the
-averages of the last checkpoints that may become best.pt (``train.average_last``)."""
+that decides what is kept): at each validation, :func:`decide` says whether the model is the
+best so far and whether early stopping (``train.patience``) stops the run, from the
+validation and the bookkeeping alone; :func:`checkpoint` validates, has the schedule and the
+bookkeeping take the validation in, and saves (:func:`save`: what a checkpoint holds, which
+step files stay, ``keep_last``, ``keep_best``). It also restores a resume (random states
+included) and makes the averages of the last checkpoints that may become best.pt
+(``train.average_last``)."""
 
 from __future__ import annotations
 
 import random
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from adl.runtime.config import TrainConfig
 from adl.runtime.errors import UserError
 from adl.runtime.model import averaging
 from adl.runtime.model import checkpoint as ckpt
 from adl.runtime.training import distributed
 from adl.runtime.training import optimizer as optimizer_mod
-from adl.runtime.training.state import TrainerState
+from adl.runtime.training.state import Bookkeeping, Place, Training, TrainingState
 
 
-def rng_state(trainer: TrainerState) -> dict[str, Any]:
+def rng_state(device: torch.device) -> dict[str, Any]:
     state = {"torch": torch.get_rng_state(), "python": random.getstate()}
-    if trainer.device.type == "cuda":
-        state["cuda"] = torch.cuda.get_rng_state(trainer.device)
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
     return state
 
 
-def set_rng_state(trainer: TrainerState, state: dict[str, Any]) -> None:
+def set_rng_state(device: torch.device, state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     random.setstate(state["python"])
-    if trainer.device.type == "cuda" and "cuda" in state:
-        torch.cuda.set_rng_state(state["cuda"], trainer.device)
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"], device)
 
 
-def restore(trainer: TrainerState, state: dict[str, Any]) -> None:
-    optimizer_mod.load_state(trainer.optimizer, state["optimizer"])
-    trainer.schedule.load_state_dict(state["schedule"])
-    trainer.stream.load_state_dict(state["data"])
-    tr = state["trainer"]
-    trainer.step, trainer.skipped = int(state["step"]), int(tr["skipped"])
-    trainer.best_value, trainer.best_step = tr["best_value"], tr["best_step"]
-    trainer.best_loss = tr.get("best_loss")
-    trainer.stale, trainer.history = int(tr["stale"]), list(tr["history"])
-    trainer.last_metrics = dict(state.get("metrics") or {})
-    trainer.overflows = int(tr.get("overflows", 0))
-    if trainer.scaler.is_enabled() and state.get("scaler"):
-        trainer.scaler.load_state_dict(state["scaler"])  # the loss scale goes on where it was
-    trainer.saved_step = trainer.step
+def restore(place: Place, st: TrainingState, state: dict[str, Any]) -> None:
+    """Continue from a checkpoint: its bookkeeping, optimizer, rate, batches, loss scale and
+    random states."""
+    optimizer_mod.load_state(st.optimizer, state["optimizer"])
+    st.schedule.load_state_dict(state["schedule"])
+    st.stream.load_state_dict(state["data"])
+    st.book = Bookkeeping.from_state(state)
+    if st.scaler.is_enabled() and state.get("scaler"):
+        st.scaler.load_state_dict(state["scaler"])  # the loss scale goes on where it was
     rngs = state["rng"]
-    if len(rngs) == trainer.dist.world:
-        set_rng_state(trainer, rngs[trainer.dist.rank])
+    if len(rngs) == place.dist.world:
+        set_rng_state(place.device, rngs[place.dist.rank])
     else:
-        trainer.log.warning(
+        st.log.warning(
             f"the run was saved by {len(rngs)} processes and resumes in "
-            f"{trainer.dist.world}: random states and the epoch's batches "
+            f"{place.dist.world}: random states and the epoch's batches "
             "start afresh"
         )
-    if trainer.main:
-        trainer.metrics.truncate_after(trainer.step)
+    if place.main:
+        st.metrics.truncate_after(st.book.step)
 
 
-def state(trainer: TrainerState, rngs: list[dict[str, Any]]) -> dict[str, Any]:
+def contents(trainer: Training, rngs: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a checkpoint holds."""
+    st, cfg = trainer.state, trainer.place.cfg
     return {
         "format": ckpt.FORMAT,
-        "step": trainer.step,
-        "epoch": trainer.stream.epoch_progress,
-        "spec": trainer.model.spec.to_dict(),
-        "model": trainer.model.state_dict(),
-        "optimizer": trainer.optimizer.state_dict(),
-        "schedule": trainer.schedule.state_dict(),
-        "data": trainer.stream.state_dict(),
+        "step": st.book.step,
+        "epoch": st.stream.epoch_progress,
+        "spec": st.model.spec.to_dict(),
+        "model": st.model.state_dict(),
+        "optimizer": st.optimizer.state_dict(),
+        "schedule": st.schedule.state_dict(),
+        "data": st.stream.state_dict(),
         "rng": rngs,
-        "scaler": trainer.scaler.state_dict(),  # {} unless precision fp16
-        "trainer": {
-            "skipped": trainer.skipped,
-            "overflows": trainer.overflows,
-            "best_value": trainer.best_value,
-            "best_loss": trainer.best_loss,
-            "best_step": trainer.best_step,
-            "stale": trainer.stale,
-            "history": trainer.history,
-            "metric": trainer.cfg.train.best_metric,
-        },
-        "metrics": trainer.last_metrics,
-        "config": trainer.cfg.to_dict(),
-        "tokenizer": trainer.tokenizers.to_state(),
-        "length_ratio": trainer.length_ratio,
+        "scaler": st.scaler.state_dict(),  # {} unless precision fp16
+        "trainer": st.book.to_state(cfg.train.best_metric),
+        "metrics": st.book.last_metrics,
+        "config": cfg.to_dict(),
+        "tokenizer": st.tokenizers.to_state(),
+        "length_ratio": st.length_ratio,
     }
 
 
-def checkpoint(trainer: TrainerState, validate: bool) -> bool:
-    """Validate (all ranks take part), update the schedule and the best, write the
-    checkpoint (rank 0). True when early stopping says stop."""
-    t = trainer.cfg.train
+@dataclass(frozen=True)
+class Decision:
+    """What one validation decides."""
+
+    value: float  # train.best_metric's value
+    loss: float | None  # the validation loss (breaks ties of capped perplexities)
+    improved: bool  # the best so far: best.pt
+    stop: bool  # early stopping: train.patience validations without a better best
+
+
+def decide(t: TrainConfig, book: Bookkeeping, metrics: dict[str, float]) -> Decision:
+    """The decision of a validation, from its ``metrics`` and the bookkeeping so far."""
+    value = metrics.get(t.best_metric)
+    if value is None:
+        raise UserError(
+            f"train.best_metric={t.best_metric} is not measured "
+            "(bleu and chrf need train.bleu=true)"
+        )
+    loss = metrics.get("loss")
+    improved = ckpt.better(t.best_metric, value, loss, book.best_value, book.best_loss)
+    stop = not improved and bool(t.patience) and book.since_best + 1 >= t.patience
+    return Decision(value, loss, improved, stop)
+
+
+def take(book: Bookkeeping, decision: Decision) -> None:
+    """The bookkeeping after a validation decided."""
+    if decision.improved:
+        book.best_value, book.best_loss = decision.value, decision.loss
+        book.best_step, book.since_best = book.step, 0
+    else:
+        book.since_best += 1
+    book.history.append({"step": book.step, "value": decision.value, "loss": decision.loss})
+
+
+def checkpoint(trainer: Training, validate: bool) -> bool:
+    """Validate (all ranks take part), let the schedule and the bookkeeping take the
+    validation in, save the checkpoint (rank 0). True when early stopping says stop."""
+    st, cfg = trainer.state, trainer.place.cfg
     started = time.monotonic()
-    metrics = trainer._validate() if validate else {}
+    metrics = trainer.validate() if validate else {}
     seconds = time.monotonic() - started
-    stop = False
-    improved = False
+    decision = None
     if metrics:
-        trainer.last_metrics = metrics
-        if trainer.schedule.on_validation(metrics["ppl"], metrics.get("loss")):
-            trainer.log.info(
-                f"validation perplexity has not improved for "
-                f"{trainer.cfg.schedule.patience} validations: learning rate "
-                f"x{trainer.cfg.schedule.factor} -> "
-                f"{trainer.schedule.lr(trainer.step + 1):.3e}"
+        st.book.last_metrics = metrics
+        if st.schedule.on_validation(metrics["ppl"], metrics.get("loss")):
+            st.log.info(
+                f"validation perplexity has not improved for {cfg.schedule.patience} "
+                f"validations: learning rate x{cfg.schedule.factor} -> "
+                f"{st.schedule.lr(st.book.step + 1):.3e}"
             )
-        value = metrics.get(t.best_metric)
-        if value is None:
-            raise UserError(
-                f"train.best_metric={t.best_metric} is not measured "
-                "(bleu and chrf need train.bleu=true)"
-            )
-        loss = metrics.get("loss")
-        improved = ckpt.better(t.best_metric, value, loss, trainer.best_value, trainer.best_loss)
-        if improved:
-            trainer.best_value, trainer.best_loss = value, loss
-            trainer.best_step, trainer.stale = trainer.step, 0
-        else:
-            trainer.stale += 1
-            stop = bool(t.patience) and trainer.stale >= t.patience
-        trainer.history.append({"step": trainer.step, "value": value, "loss": loss})
-        trainer.valid_seconds += seconds
-        record = {"split": "valid", "step": trainer.step, **metrics, "seconds": round(seconds, 3)}
-        trainer.metrics.write(record)
-        shown = _shown(metrics)
-        share = trainer.valid_seconds / max(time.monotonic() - trainer._started, 1e-9)
-        trainer.log.info(
-            f"validation at step {trainer.step:,}: {shown}"
-            + (
-                " (best)"
-                if improved
-                else f" (best {trainer.best_value:.4g} at step {trainer.best_step:,})"
-            )
-            + f" | {seconds:.1f}s, validation {100 * min(share, 1):.0f} % of the run so far"
+        decision = decide(cfg.train, st.book, metrics)
+        take(st.book, decision)
+        trainer.clock.valid_seconds += seconds
+        _report(trainer, metrics, decision, seconds)
+    save(trainer, improved=decision is not None and decision.improved)
+    if decision is not None and decision.stop:
+        st.log.info(
+            f"early stop: {cfg.train.best_metric} has not improved for "
+            f"{cfg.train.patience} validations"
         )
-    rngs = distributed.gather(trainer.dist, rng_state(trainer))
-    if trainer.main:
-        path = trainer.run_dir.step_file(trainer.step)
-        ckpt.save(state(trainer, rngs), path)
-        ckpt.publish(path, trainer.run_dir.last)
-        if improved:
-            ckpt.publish(path, trainer.run_dir.best)
-        ckpt.prune(trainer.run_dir, t.keep_last, best_steps(trainer))
-    trainer.saved_step = trainer.step
-    if stop:
-        trainer.log.info(
-            f"early stop: {t.best_metric} has not improved for {t.patience} validations"
-        )
-    return stop
+    return decision is not None and decision.stop
 
 
-def best_steps(trainer: TrainerState) -> list[int]:
-    t = trainer.cfg.train
-    if not t.keep_best or not trainer.history:
+def _report(trainer: Training, metrics: dict[str, float], decision: Decision, seconds: float):
+    """The validation's line of the metrics file and of the log."""
+    st, book = trainer.state, trainer.state.book
+    record = {"split": "valid", "step": book.step, **metrics, "seconds": round(seconds, 3)}
+    st.metrics.write(record)
+    clock = trainer.clock
+    share = clock.valid_seconds / max(time.monotonic() - clock.started, 1e-9)
+    assert book.best_value is not None and book.best_step is not None  # a validation decided
+    st.log.info(
+        f"validation at step {book.step:,}: {_shown(metrics)}"
+        + (
+            " (best)"
+            if decision.improved
+            else f" (best {book.best_value:.4g} at step {book.best_step:,})"
+        )
+        + f" | {seconds:.1f}s, validation {100 * min(share, 1):.0f} % of the run so far"
+    )
+
+
+def save(trainer: Training, improved: bool) -> None:
+    """Write the checkpoint of the step (rank 0): the step file, last.pt, best.pt when
+    ``improved``, and the step files that stay."""
+    st, place = trainer.state, trainer.place
+    rngs = distributed.gather(place.dist, rng_state(place.device))
+    if place.main:
+        path = place.run_dir.step_file(st.book.step)
+        ckpt.save(contents(trainer, rngs), path)
+        ckpt.publish(path, place.run_dir.last)
+        if improved:
+            ckpt.publish(path, place.run_dir.best)
+        ckpt.prune(place.run_dir, place.cfg.train.keep_last, best_steps(place.cfg.train, st.book))
+    st.book.saved_step = st.book.step
+
+
+def best_steps(t: TrainConfig, book: Bookkeeping) -> list[int]:
+    """The steps of the ``keep_best`` best validations (their step files stay)."""
+    if not t.keep_best or not book.history:
         return []
     ranked = sorted(
-        trainer.history,
+        book.history,
         key=lambda h: ckpt.rank(t.best_metric, h["value"], h.get("loss"), h["step"]),
     )
     return [h["step"] for h in ranked[: t.keep_best]]
 
 
-def average(trainer: TrainerState) -> None:
+def average(trainer: Training) -> None:
     """train.average_last: validate the averages of the last 2..N checkpoints; the best
     becomes best.pt when it beats every checkpoint (adl/runtime/model/averaging.py)."""
-    t = trainer.cfg.train
-    if t.average_last < 2 or not trainer.main or trainer.valid_data is None:
+    st, place = trainer.state, trainer.place
+    t, book = place.cfg.train, st.book
+    if t.average_last < 2 or not place.main or st.valid_data is None:
         return
-    files = trainer.run_dir.step_files()
+    files = place.run_dir.step_files()
     if len(files) < 2:
         return
     started = time.monotonic()
-    trained = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+    trained = {k: v.detach().clone() for k, v in st.model.state_dict().items()}
 
     def measure(weights: dict[str, Any]) -> dict[str, float]:
-        trainer.model.load_state_dict(weights)
-        return trainer._measure()
+        st.model.load_state_dict(weights)
+        return trainer.measure()
 
     def seen(found: averaging.Average) -> None:
-        trainer.metrics.write(
-            {"split": "average", "step": trainer.step, "steps": found.steps, **found.metrics}
+        st.metrics.write(
+            {"split": "average", "step": book.step, "steps": found.steps, **found.metrics}
         )
-        trainer.log.info(
+        st.log.info(
             f"average of the last {len(found.steps)} checkpoints "
             f"(steps {_steps(found.steps)}): {_shown(found.metrics)}"
         )
@@ -192,26 +220,26 @@ def average(trainer: TrainerState) -> None:
     try:
         found = averaging.best_average(files, t.average_last, measure, t.best_metric, seen)
     finally:
-        trainer.model.load_state_dict(trained)
+        st.model.load_state_dict(trained)
     took = time.monotonic() - started
     if found is not None and ckpt.better(
         t.best_metric,
         found.metrics[t.best_metric],
         found.metrics.get("loss"),
-        trainer.best_value,
-        trainer.best_loss,
+        book.best_value,
+        book.best_loss,
     ):
-        ckpt.save(found.state, trainer.run_dir.average)
-        ckpt.publish(trainer.run_dir.average, trainer.run_dir.best)
-        trainer.best_value = found.metrics[t.best_metric]
-        trainer.best_loss = found.metrics.get("loss")
-        trainer.log.info(
+        ckpt.save(found.state, place.run_dir.average)
+        ckpt.publish(place.run_dir.average, place.run_dir.best)
+        book.best_value = found.metrics[t.best_metric]
+        book.best_loss = found.metrics.get("loss")
+        st.log.info(
             f"best.pt is now the average of steps {_steps(found.steps)} ({t.best_metric} "
-            f"{trainer.best_value:.4g}; {took:.1f}s of averaging)"
+            f"{book.best_value:.4g}; {took:.1f}s of averaging)"
         )
     else:
-        trainer.log.info(
-            f"no average beats the best checkpoint (step {trainer.best_step:,}): best.pt "
+        st.log.info(
+            f"no average beats the best checkpoint (step {book.best_step:,}): best.pt "
             f"stays ({took:.1f}s of averaging)"
         )
 

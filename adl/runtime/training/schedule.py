@@ -5,7 +5,12 @@
   written with the peak rate as in fairseq);
 - ``linear``: from ``lr`` down to ``min_lr`` at ``max_steps`` (You et al. 2020);
 - ``plateau``: the peak rate, multiplied by ``factor`` whenever the validation perplexity has
-  not improved for ``patience`` validations (Domhan 2018: ×0.7 after 8).
+  not improved for ``schedule.patience`` validations (Domhan 2018: ×0.7 after 8). This is
+  the rate's patience; ``train.patience``, the trainer's, stops the run instead.
+
+A :class:`Schedule` is the one owner of the rate: the optimizer is made with the rate of the
+first update (:meth:`Schedule.lr` of step 1), and :meth:`Schedule.apply` alone sets it
+before each update; the plateau's decay is the schedule's own, told of each validation.
 """
 
 from __future__ import annotations
@@ -16,12 +21,14 @@ from adl.runtime.config import ScheduleConfig
 
 
 class Schedule:
+    """The learning rate of each update, from the peak ``lr`` (``optim.lr``)."""
+
     def __init__(self, cfg: ScheduleConfig, lr: float, max_steps: int = 0):
         self.cfg, self.peak, self.max_steps = cfg, lr, max_steps
         self.scale = 1.0  # plateau: product of the decays so far
         self.best: float | None = None  # plateau: best validation perplexity
         self.best_loss: float | None = None  # plateau: the validation loss there
-        self.bad = 0  # plateau: validations since it improved
+        self.stalled = 0  # plateau: validations since it improved (decays at cfg.patience)
 
     def lr(self, step: int) -> float:
         """The learning rate of update ``step`` (1 = the first)."""
@@ -38,6 +45,13 @@ class Schedule:
             return max(self.peak * self.scale, c.min_lr)
         return self.peak
 
+    def apply(self, optimizer, step: int) -> float:
+        """Set every parameter group's rate to that of update ``step``; returns it."""
+        rate = self.lr(step)
+        for group in optimizer.param_groups:
+            group["lr"] = rate
+        return rate
+
     def on_validation(self, perplexity: float, loss: float | None = None) -> bool:
         """Feed a validation perplexity (and loss: reported perplexity is capped, and
         between capped values the loss tells progress); True when the rate was just
@@ -46,23 +60,24 @@ class Schedule:
             return False
         finite = lambda x: x if x is not None and math.isfinite(x) else math.inf
         if self.best is None or (perplexity, finite(loss)) < (self.best, finite(self.best_loss)):
-            self.best, self.best_loss, self.bad = perplexity, loss, 0
+            self.best, self.best_loss, self.stalled = perplexity, loss, 0
             return False
-        self.bad += 1
-        if self.bad >= self.cfg.patience:
+        self.stalled += 1
+        if self.stalled >= self.cfg.patience:
             self.scale *= self.cfg.factor
-            self.bad = 0
+            self.stalled = 0
             return True
         return False
 
     def state_dict(self) -> dict:
+        """What a checkpoint keeps (its keys are those of earlier checkpoints)."""
         return {
             "scale": self.scale,
             "best": self.best,
             "best_loss": self.best_loss,
-            "bad": self.bad,
+            "bad": self.stalled,
         }
 
     def load_state_dict(self, state: dict) -> None:
-        self.scale, self.best, self.bad = state["scale"], state["best"], state["bad"]
+        self.scale, self.best, self.stalled = state["scale"], state["best"], state["bad"]
         self.best_loss = state.get("best_loss")

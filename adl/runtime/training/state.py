@@ -1,13 +1,16 @@
-"""What a run's trainer holds: the fields that set-up (:mod:`.setup`) fills, the loop
-(:mod:`.train`) advances and the checkpoint policy (:mod:`.policy`) saves and restores, and
-the validation of the model as it stands. Set-up and policy work on this state, so that they
-import it and not the loop that uses them."""
+"""What a run's training holds, as typed objects: where it runs (:class:`Place`, made by the
+:class:`~adl.runtime.training.train.Trainer` before anything else), what set-up made
+(:class:`TrainingState`, which :func:`adl.runtime.training.prepare.prepare` returns), the
+bookkeeping that checkpoints keep (:class:`Bookkeeping`), and the clock of this process's
+run (:class:`Clock`). The checkpoint policy (:mod:`.policy`) reads and writes them through
+:class:`Training`, so that it imports this module and not the loop that uses it."""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -20,27 +23,82 @@ from adl.runtime.logs import Metrics
 from adl.runtime.rundir import RunDir, RunLock
 from adl.runtime.training import distributed
 from adl.runtime.training.schedule import Schedule
-from adl.runtime.training.validate import validate
 
 
-class TrainerState:
-    """The state of one run's training (:class:`~adl.runtime.training.train.Trainer` adds
-    the loop)."""
+@dataclass
+class Place:
+    """Where a run trains: its settings, folder and lock, its processes, device and
+    precision."""
 
-    # set by Trainer.__init__
     cfg: Config
     run_dir: RunDir
     dist: distributed.Dist
     device: torch.device
-    precision: Any
-    main: bool
+    precision: Any  # training/precision.py: autocast and the gradient scaler
     lock: RunLock
-    notes: list[str]  # warnings met before the log existed
-    resumed_from: Path | None
-    init: tuple[Path, dict[str, Any]] | None  # --init-from: (file, state)
-    # set up by setup.prepare (close() also runs after a failed one)
+
+    @property
+    def main(self) -> bool:
+        """The process that writes (rank 0)."""
+        return self.dist.main
+
+
+@dataclass
+class Bookkeeping:
+    """What a checkpoint keeps of the training besides the weights, the optimizer, the rate
+    and the batches: the updates, the skipped ones, and the best validation so far."""
+
+    step: int = 0  # updates done
+    skipped: int = 0  # non-finite updates skipped, in all
+    overflows: int = 0  # fp16: updates skipped while the gradient scaler lowered its scale
+    bad_in_row: int = 0  # non-finite updates in a row (train.max_bad_steps stops at it)
+    best_value: float | None = None  # the best train.best_metric
+    best_loss: float | None = None  # validation loss there (breaks capped-ppl ties)
+    best_step: int | None = None
+    since_best: int = 0  # validations without a better best (train.patience stops at it)
+    history: list[dict[str, Any]] = field(default_factory=list)  # each validation's value
+    last_metrics: dict[str, float] = field(default_factory=dict)  # the last validation
+    saved_step: int = -1  # the step of the last checkpoint written (-1: none)
+
+    def to_state(self, metric: str) -> dict[str, Any]:
+        """The checkpoint's ``trainer`` part (its keys are those of earlier checkpoints)."""
+        return {
+            "skipped": self.skipped,
+            "overflows": self.overflows,
+            "best_value": self.best_value,
+            "best_loss": self.best_loss,
+            "best_step": self.best_step,
+            "stale": self.since_best,
+            "history": self.history,
+            "metric": metric,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Bookkeeping:
+        """The bookkeeping of a checkpoint (:func:`adl.runtime.training.policy.state`)."""
+        tr = state["trainer"]
+        return cls(
+            step=int(state["step"]),
+            skipped=int(tr["skipped"]),
+            overflows=int(tr.get("overflows", 0)),
+            best_value=tr["best_value"],
+            best_loss=tr.get("best_loss"),
+            best_step=tr["best_step"],
+            since_best=int(tr["stale"]),
+            history=list(tr["history"]),
+            last_metrics=dict(state.get("metrics") or {}),
+            saved_step=int(state["step"]),
+        )
+
+
+@dataclass
+class TrainingState:
+    """What set-up made for the loop: the log, the data and tokenizers, the model as built
+    and as trained, the optimizer with its rate (``schedule``) and gradient scaler, the
+    batches, and the bookkeeping."""
+
     log: logging.Logger
-    console: Any
+    console: Any  # the log's console handler (it draws the progress bar)
     metrics: Metrics
     cache: TokenCache | None
     tokenizers: Tokenizers
@@ -50,50 +108,42 @@ class TrainerState:
     length_ratio: float
     model: Any  # the compiled Seq2Seq or JointModel
     train_model: Any  # the model as trained: itself, under DDP, or compiled
-    ddp: Any
-    needs_words: bool
+    ddp: Any  # DistributedDataParallel, or None
+    needs_words: bool  # the model reads the source's word ids
     optimizer: torch.optim.Optimizer
-    scaler: Any
-    schedule: Schedule
-    stream: Prefetcher
-    # the bookkeeping that checkpoints keep (adl.runtime.training.policy)
-    step: int
-    skipped: int  # non-finite updates skipped, in all
-    overflows: int  # fp16: updates skipped while the gradient scaler lowered its scale
-    bad_in_row: int
-    best_value: float | None
-    best_loss: float | None  # validation loss there (breaks capped-ppl ties)
-    best_step: int | None
-    stale: int  # validations without a better best (patience)
-    history: list[dict[str, Any]]
-    last_metrics: dict[str, float]
-    saved_step: int
-    valid_seconds: float  # validation time of this run (since start or resume)
-    _started: float
-    _first_step: int
-    _stop_signal: int | None
+    scaler: Any  # float16's gradient scaler (a pass-through otherwise)
+    schedule: Schedule  # the learning rate: it alone sets the optimizer's
+    stream: Prefetcher  # the training batches
+    book: Bookkeeping
+    resumed_from: Path | None = None  # the checkpoint a resume continues
+    init: tuple[Path, dict[str, Any]] | None = None  # --init-from: (file, state)
 
-    def _autocast(self):
-        return self.precision.autocast()
+    def close(self) -> None:
+        """Give back what it holds open (the batch thread, the metrics files)."""
+        self.stream.close()
+        self.metrics.close()
 
-    def _validate(self) -> dict[str, float]:
-        metrics = self._measure() if self.main and self.valid_data is not None else {}
-        return distributed.broadcast(self.dist, metrics)
 
-    def _measure(self) -> dict[str, float]:
+@dataclass
+class Clock:
+    """This process's run of the loop (a resume starts it again)."""
+
+    started: float  # time.monotonic() at the start of the run
+    first_step: int  # the step it started from
+    valid_seconds: float = 0.0  # time spent validating since
+
+
+class Training(Protocol):
+    """What the checkpoint policy works on (:class:`~adl.runtime.training.train.Trainer`)."""
+
+    place: Place
+    state: TrainingState
+    clock: Clock
+
+    def measure(self) -> dict[str, float]:
         """The validation of the model as it is now (this process only)."""
-        t = self.cfg.train
-        assert self.valid_data is not None
-        return validate(
-            self.model,
-            self.valid_data,
-            self.tokenizers,
-            self.device,
-            max_tokens=t.max_tokens,
-            smoothing=self.cfg.optim.label_smoothing,
-            bleu=t.bleu,
-            bleu_sentences=t.valid_bleu_sentences,
-            len_a=t.decode_len_a,
-            len_b=t.decode_len_b,
-            autocast=self._autocast,
-        )
+        ...
+
+    def validate(self) -> dict[str, float]:
+        """The validation, every process taking part (rank 0 measures, all get it)."""
+        ...

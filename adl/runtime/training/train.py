@@ -18,6 +18,7 @@ import math
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -31,10 +32,12 @@ from adl.runtime.data.batching import Batch
 from adl.runtime.errors import TrainingStopped
 from adl.runtime.logs import Progress, close_logger, duration
 from adl.runtime.rundir import RunDir, RunLock, user_errors
-from adl.runtime.training import distributed, policy, setup
+from adl.runtime.training import distributed, policy
 from adl.runtime.training import precision as precision_mod
-from adl.runtime.training.loss import token_loss
-from adl.runtime.training.state import TrainerState
+from adl.runtime.training.loss import forward, token_loss
+from adl.runtime.training.prepare import prepare
+from adl.runtime.training.state import Clock, Place
+from adl.runtime.training.validate import validate
 
 STEP_CALLBACK = Callable[[int, list[Batch]], None]
 MIN_LOSS_SCALE = 2.0**-14  # fp16: overflows below this loss scale count as bad steps
@@ -75,44 +78,97 @@ def train(
         trainer.close()
 
 
-class Trainer(TrainerState):
-    """One run's training: set up by :func:`adl.runtime.training.setup.prepare` (the run
-    folder, data, tokenizers, model, optimizer), the loop here (:meth:`run`), what is kept
-    decided by :mod:`adl.runtime.training.policy`."""
+@dataclass(frozen=True)
+class Update:
+    """What one update did."""
+
+    ok: bool  # the update was made (its loss and gradient were finite)
+    stop: bool  # a stop signal came (Ctrl-C, SIGTERM): the loop ends after this update
+    loss: float  # the label-smoothed loss, summed over the update's target tokens
+    nll: float  # the negative log-likelihood, summed likewise
+    tokens: int  # the update's target tokens
+    lr: float  # the learning rate of the update
+    norm: float  # the gradient's global norm before clipping
+
+    def __getitem__(self, name: str) -> Any:
+        """``update["loss"]``: the previous release's dict access, kept one release."""
+        warnings.warn(
+            f"Trainer._update returns an Update: read update.{name}, not update[{name!r}] "
+            "(the dict access goes in the next release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(self, name)
+
+
+class Trainer:
+    """One run's training: where it runs (:attr:`place`), what it starts from
+    (:attr:`state`, made by :func:`adl.runtime.training.prepare.prepare`: the data,
+    tokenizers, model, rate and optimizer, and the bookkeeping), the loop here
+    (:meth:`run`), what is kept decided by :mod:`adl.runtime.training.policy`."""
 
     def __init__(self, config: Config, out: str | Path, resume: bool = False):
-        self.cfg = config.validate()
-        self.run_dir = RunDir(Path(out))
-        t = self.cfg.train
-        self.dist, self.device = distributed.setup(t.device)
-        self.precision = precision_mod.select(t.precision, self.device)
+        cfg = config.validate()
+        run_dir = RunDir(Path(out))
+        t = cfg.train
+        dist, device = distributed.setup(t.device)
+        chosen = precision_mod.select(t.precision, device)
         # the run's config.yaml and checkpoints record the precision chosen, not "auto"
-        self.cfg = dataclasses.replace(
-            self.cfg, train=dataclasses.replace(t, precision=self.precision.name)
-        )
-        self.main = self.dist.main
+        cfg = dataclasses.replace(cfg, train=dataclasses.replace(t, precision=chosen.name))
+        # one process trains a run (rank 0 holds the lock)
+        self.place = Place(cfg, run_dir, dist, device, chosen, RunLock(run_dir))
+        self.cfg, self.run_dir = cfg, run_dir  # the place's, at hand
         self._threads = torch.get_num_threads()  # given back by close()
-        self.lock = RunLock(self.run_dir)  # one process trains a run (rank 0 holds it)
-        self.notes: list[str] = []  # warnings met before the log existed
-        self.resumed_from: Path | None = None
-        self.init: tuple[Path, dict[str, Any]] | None = None  # --init-from: (file, state)
+        self._stop_signal: int | None = None  # the signal that asked to stop (Ctrl-C)
+        self.clock = Clock(time.monotonic(), 0)  # run() starts it again
         try:
-            with user_errors(self.run_dir.root):
-                setup.prepare(self, resume)
+            with user_errors(run_dir.root):
+                self.state = prepare(self.place, resume)
         except BaseException:
-            self.close()
+            self._release()
             raise
+
+    @property
+    def step(self) -> int:
+        """Updates done."""
+        return self.state.book.step
+
+    # --- validation ------------------------------------------------------------------------
+    def validate(self) -> dict[str, float]:
+        """The validation, every process taking part (rank 0 measures, all get it)."""
+        st = self.state
+        metrics = self.measure() if self.place.main and st.valid_data is not None else {}
+        return distributed.broadcast(self.place.dist, metrics)
+
+    def measure(self) -> dict[str, float]:
+        """The validation of the model as it is now (this process only)."""
+        t, st = self.cfg.train, self.state
+        assert st.valid_data is not None
+        return validate(
+            st.model,
+            st.valid_data,
+            st.tokenizers,
+            self.place.device,
+            max_tokens=t.max_tokens,
+            smoothing=self.cfg.optim.label_smoothing,
+            bleu=t.bleu,
+            bleu_sentences=t.valid_bleu_sentences,
+            len_a=t.decode_len_a,
+            len_b=t.decode_len_b,
+            autocast=self.place.precision.autocast,
+        )
 
     # --- the loop ------------------------------------------------------------------------
     def _finished(self) -> str | None:
-        t = self.cfg.train
-        if t.max_steps and self.step >= t.max_steps:
+        t, step = self.cfg.train, self.step
+        if t.max_steps and step >= t.max_steps:
             return "max_steps"
-        if t.max_epochs and self.stream.epoch_progress >= t.max_epochs:
+        if t.max_epochs and self.state.stream.epoch_progress >= t.max_epochs:
             return "max_epochs"
-        if t.max_minutes and self.step > self._first_step:  # at least one update each run
-            over = time.monotonic() - self._started >= 60 * t.max_minutes
-            if distributed.agree(self.dist, True, over, self.device)[1]:  # ranks stop together
+        if t.max_minutes and step > self.clock.first_step:  # at least one update each run
+            over = time.monotonic() - self.clock.started >= 60 * t.max_minutes
+            dist = self.place.dist
+            if distributed.agree(dist, True, over, self.place.device)[1]:  # ranks stop together
                 return "max_minutes"
         return None
 
@@ -121,51 +177,37 @@ class Trainer(TrainerState):
             return self._run(on_step)
 
     def _run(self, on_step: STEP_CALLBACK | None) -> Summary:
-        t = self.cfg.train
-        progress = Progress(t.max_steps, start=self.step) if self.main else None
-        self.console.progress = progress
+        t, st = self.cfg.train, self.state
+        progress = Progress(t.max_steps, start=self.step) if self.place.main else None
+        st.console.progress = progress
         previous = self._install_signals()
-        self._started = started = time.monotonic()
-        self.valid_seconds = 0.0  # validation time of this run (since start or resume)
-        self._first_step = self.step
+        self.clock = Clock(time.monotonic(), self.step)
+        started = self.clock.started
         reason = self._finished()
-        window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "time": time.monotonic(), "steps": 0}
+        window = Window(time.monotonic())
         try:
             while reason is None:
-                batches = [next(self.stream) for _ in range(t.accumulate)]
-                result = self._update(batches)
-                stop = result["stop"]
-                if result["ok"]:
+                batches = [next(st.stream) for _ in range(t.accumulate)]
+                done = self._update(batches)
+                if done.ok:
                     if on_step is not None:
                         on_step(self.step, batches)
-                    window["loss"] += result["loss"]
-                    window["nll"] += result["nll"]
-                    window["tokens"] += result["tokens"]
-                    window["steps"] += 1
+                    window.add(done)
                     if progress is not None:
-                        elapsed = max(time.monotonic() - window["time"], 1e-9)
+                        rate = window.tokens * self.place.dist.world / window.seconds()
                         progress.update(
-                            self.step,
-                            window["tokens"] * self.dist.world / elapsed,
-                            window["loss"] / max(window["tokens"], 1),
-                            result["lr"],
+                            self.step, rate, window.loss / max(window.tokens, 1), done.lr
                         )
                     if self.step % t.log_every == 0:
-                        self._log_train(window, result)
-                        window = {
-                            "loss": 0.0,
-                            "nll": 0.0,
-                            "tokens": 0,
-                            "time": time.monotonic(),
-                            "steps": 0,
-                        }
+                        self._log_train(window, done)
+                        window = Window(time.monotonic())
                     reason = self._finished()
                     if self.step % t.valid_every == 0 or reason is not None:
                         if policy.checkpoint(self, validate=True):
                             reason = "early_stop"
-                if stop:
+                if done.stop:
                     reason = "interrupted"
-            if self.saved_step != self.step:
+            if st.book.saved_step != self.step:
                 policy.checkpoint(self, validate=reason != "interrupted")
             if reason != "interrupted":
                 policy.average(self)
@@ -173,135 +215,125 @@ class Trainer(TrainerState):
             self._restore_signals(previous)
             if progress is not None:
                 progress.close()
-            self.console.progress = None
+            st.console.progress = None
         took = duration(time.monotonic() - started)
         if reason == "interrupted":
-            self.log.warning(
+            st.log.warning(
                 f"interrupted at step {self.step:,}: saved {self.run_dir.last}; "
                 f"continue with: adl train --resume --out {self.run_dir.root}"
             )
         else:
-            share = 100 * self.valid_seconds / max(time.monotonic() - started, 1e-9)
-            self.log.info(
+            share = 100 * self.clock.valid_seconds / max(time.monotonic() - started, 1e-9)
+            st.log.info(
                 f"done ({reason.replace('_', ' ')}) at step {self.step:,} in {took} "
                 f"(validation {share:.0f} % of it)"
             )
         return Summary(
             self.step,
-            self.stream.epoch_progress,
+            st.stream.epoch_progress,
             reason,
             self.run_dir.root,
             self.run_dir.last if self.run_dir.last.exists() else None,
             self.run_dir.best if self.run_dir.best.exists() else None,
-            self.best_value,
-            dict(self.last_metrics),
-            self.skipped,
+            st.book.best_value,
+            dict(st.book.last_metrics),
+            st.book.skipped,
         )
 
-    def _update(self, batches: list[Batch]) -> dict[str, Any]:
+    def _update(self, batches: list[Batch]) -> Update:
         """One update over ``batches``; skipped when the loss or gradient is not finite."""
-        t, o = self.cfg.train, self.cfg.optim
-        self.train_model.train()
+        t, o, st, book = self.cfg.train, self.cfg.optim, self.state, self.state.book
+        device = self.place.device
+        st.train_model.train()
         tokens = sum(b.tgt_tokens for b in batches)
-        loss_sum = torch.zeros((), device=self.device)
-        nll_sum = torch.zeros((), device=self.device)
+        loss_sum = torch.zeros((), device=device)
+        nll_sum = torch.zeros((), device=device)
         for i, batch in enumerate(batches):
-            batch = batch.to(self.device)
-            sync = self.ddp is None or i == len(batches) - 1
-            with nullcontext() if sync or self.ddp is None else self.ddp.no_sync():
-                with self._autocast():
-                    if self.needs_words:
-                        logits = self.train_model(batch.src, batch.tgt_in, batch.src_words)
-                    else:
-                        logits = self.train_model(batch.src, batch.tgt_in)
+            batch = batch.to(device)
+            sync = st.ddp is None or i == len(batches) - 1
+            with nullcontext() if sync or st.ddp is None else st.ddp.no_sync():
+                with self.place.precision.autocast():
+                    logits = forward(st.train_model, batch, st.needs_words)
                 sums = token_loss(logits, batch.tgt_out, o.label_smoothing, count_correct=False)
-                self.scaler.scale(sums.loss / tokens).backward()
+                st.scaler.scale(sums.loss / tokens).backward()
             loss_sum += sums.loss.detach()
             nll_sum += sums.nll.detach()
-        params = [p for p in self.model.parameters() if p.grad is not None]
-        self.scaler.unscale_(self.optimizer)  # true gradients before clipping (fp16)
+        params = [p for p in st.model.parameters() if p.grad is not None]
+        st.scaler.unscale_(st.optimizer)  # true gradients before clipping (fp16)
         norm = torch.nn.utils.clip_grad_norm_(
             params, o.clip_norm if o.clip_norm > 0 else float("inf")
         )
         loss, nll = float(loss_sum), float(nll_sum)
         finite = math.isfinite(loss) and bool(torch.isfinite(norm))
-        ok, stop = distributed.agree(self.dist, finite, self._stop_signal is not None, self.device)
-        lr = self.schedule.lr(self.step + 1)
+        asked = self._stop_signal is not None
+        ok, stop = distributed.agree(self.place.dist, finite, asked, device)
+        lr = st.schedule.lr(book.step + 1)
         if ok:
-            for group in self.optimizer.param_groups:
-                group["lr"] = lr
-            self.scaler.step(self.optimizer)  # optimizer.step() (fp16: on unscaled gradients)
-            self.step += 1
-            self.bad_in_row = 0
+            st.schedule.apply(st.optimizer, book.step + 1)
+            st.scaler.step(st.optimizer)  # optimizer.step() (fp16: on unscaled gradients)
+            book.step += 1
+            book.bad_in_row = 0
         elif self._overflow(loss):
-            self.overflows += 1
-            self.log.info(
-                f"step {self.step + 1:,}: float16 gradients overflowed at loss scale "
-                f"{self.scaler.get_scale():g}: update skipped, the scale halves "
-                f"({self.overflows} in all)"
+            book.overflows += 1
+            st.log.info(
+                f"step {book.step + 1:,}: float16 gradients overflowed at loss scale "
+                f"{st.scaler.get_scale():g}: update skipped, the scale halves "
+                f"({book.overflows} in all)"
             )
         else:
-            self.skipped += 1
-            self.bad_in_row += 1
-            self.log.warning(
-                f"step {self.step + 1:,}: non-finite loss or gradient "
+            book.skipped += 1
+            book.bad_in_row += 1
+            st.log.warning(
+                f"step {book.step + 1:,}: non-finite loss or gradient "
                 f"(loss {loss}, gradient norm {float(norm)}): update skipped "
-                f"({self.bad_in_row} in a row, {self.skipped} in all)"
+                f"({book.bad_in_row} in a row, {book.skipped} in all)"
             )
-        self.scaler.update()  # fp16: lower the scale after an overflow, raise it now and then
-        self.optimizer.zero_grad(set_to_none=True)
-        if not ok and self.bad_in_row >= t.max_bad_steps:
+        st.scaler.update()  # fp16: lower the scale after an overflow, raise it now and then
+        st.optimizer.zero_grad(set_to_none=True)
+        if not ok and book.bad_in_row >= t.max_bad_steps:
             last = (
-                f"the last good checkpoint is {self.run_dir.last} (step {self.saved_step:,})"
-                if self.saved_step >= 0
+                f"the last good checkpoint is {self.run_dir.last} (step {book.saved_step:,})"
+                if book.saved_step >= 0
                 else "no checkpoint was written yet"
             )
             raise TrainingStopped(
-                f"stopped: {self.bad_in_row} updates in a row had a non-finite loss or "
+                f"stopped: {book.bad_in_row} updates in a row had a non-finite loss or "
                 f"gradient (train.max_bad_steps={t.max_bad_steps}); {last}. Lower optim.lr, "
                 "clip gradients (optim.clip_norm) or check the data."
             )
-        return {
-            "ok": ok,
-            "stop": stop,
-            "loss": loss,
-            "nll": nll,
-            "tokens": tokens,
-            "lr": lr,
-            "norm": float(norm),
-        }
+        return Update(ok, stop, loss, nll, tokens, lr, float(norm))
 
     def _overflow(self, loss: float) -> bool:
         """Whether a skipped update is the gradient scaler's business (float16 gradients out
         of range at the current loss scale) rather than a bad step: the loss is finite and the
         scale is still above MIN_LOSS_SCALE (below it, lowering the scale cannot help)."""
         return (
-            self.precision.scaled
+            self.place.precision.scaled
             and math.isfinite(loss)
-            and self.scaler.get_scale() >= MIN_LOSS_SCALE
+            and self.state.scaler.get_scale() >= MIN_LOSS_SCALE
         )
 
-    def _log_train(self, window: dict[str, Any], result: dict[str, Any]) -> None:
-        elapsed = max(time.monotonic() - window["time"], 1e-9)
-        tokens = max(window["tokens"], 1)
+    def _log_train(self, window: Window, done: Update) -> None:
+        st = self.state
+        tokens = max(window.tokens, 1)
         record = {
             "split": "train",
             "step": self.step,
-            "epoch": round(self.stream.epoch_progress, 4),
-            "loss": window["loss"] / tokens,
-            "ppl": math.exp(min(window["nll"] / tokens, 100.0)),
-            "lr": result["lr"],
-            "grad_norm": result["norm"],
-            "tokens_per_s": window["tokens"] * self.dist.world / elapsed,
-            "skipped": self.skipped,
+            "epoch": round(st.stream.epoch_progress, 4),
+            "loss": window.loss / tokens,
+            "ppl": math.exp(min(window.nll / tokens, 100.0)),
+            "lr": done.lr,
+            "grad_norm": done.norm,
+            "tokens_per_s": window.tokens * self.place.dist.world / window.seconds(),
+            "skipped": st.book.skipped,
         }
-        self.metrics.write(record)
+        st.metrics.write(record)
         total = f"/{self.cfg.train.max_steps:,}" if self.cfg.train.max_steps else ""
-        self.log.info(
+        st.log.info(
             f"step {self.step:,}{total} | epoch {record['epoch']:.2f} | loss "
-            f"{record['loss']:.4f} | ppl {record['ppl']:.2f} | lr {result['lr']:.3e} "
+            f"{record['loss']:.4f} | ppl {record['ppl']:.2f} | lr {done.lr:.3e} "
             f"| {record['tokens_per_s']:,.0f} tok/s"
-            + (f" | skipped {self.skipped}" if self.skipped else "")
+            + (f" | skipped {st.book.skipped}" if st.book.skipped else "")
         )
 
     # --- signals -------------------------------------------------------------------------
@@ -314,7 +346,7 @@ class Trainer(TrainerState):
             if self._stop_signal is not None:  # a second Ctrl-C: stop at once
                 raise KeyboardInterrupt
             self._stop_signal = signum
-            self.log.warning("stopping after this update (press Ctrl-C again to stop now)")
+            self.state.log.warning("stopping after this update (press Ctrl-C again to stop now)")
 
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, handler)
@@ -325,12 +357,32 @@ class Trainer(TrainerState):
             signal.signal(sig, handler)
 
     def close(self) -> None:
-        """Give back what the trainer holds (log file, TensorBoard writer, threads)."""
+        """Give back what the trainer holds (batch thread, log file, TensorBoard writer,
+        threads, the run's lock)."""
+        self.state.close()
+        close_logger(self.state.log)
+        self._release()
+
+    def _release(self) -> None:
         torch.set_num_threads(self._threads)
-        if getattr(self, "stream", None) is not None:
-            self.stream.close()
-        if hasattr(self, "metrics"):
-            self.metrics.close()
-        if hasattr(self, "log"):
-            close_logger(self.log)
-        self.lock.release()
+        self.place.lock.release()
+
+
+@dataclass
+class Window:
+    """The updates since the last training log line."""
+
+    started: float  # time.monotonic()
+    loss: float = 0.0
+    nll: float = 0.0
+    tokens: int = 0
+    steps: int = 0
+
+    def add(self, done: Update) -> None:
+        self.loss += done.loss
+        self.nll += done.nll
+        self.tokens += done.tokens
+        self.steps += 1
+
+    def seconds(self) -> float:
+        return max(time.monotonic() - self.started, 1e-9)

@@ -18,7 +18,7 @@ from adl.runtime.data.data import ParallelData
 from adl.runtime.data.tokenizer import Tokenizers
 from adl.runtime.decode.search import SearchOptions
 from adl.runtime.decode.translator import Translator
-from adl.runtime.training.loss import token_loss
+from adl.runtime.training.loss import forward, token_loss
 
 
 def signatures() -> dict[str, str]:
@@ -73,10 +73,7 @@ def validate(
         ):
             batch = collate(data, ids, tokenizers.word_ids if needs_words else None).to(device)
             with autocast():
-                if needs_words:
-                    logits = model(batch.src, batch.tgt_in, batch.src_words)
-                else:
-                    logits = model(batch.src, batch.tgt_in)
+                logits = forward(model, batch, needs_words)
             sums = token_loss(logits, batch.tgt_out, smoothing)
             loss += float(sums.loss)
             nll += float(sums.nll)
