@@ -24,18 +24,10 @@ from .common import UsageError, add_set_option
 HELP = "train a model on parallel text"
 
 
-def _presets() -> list[str]:
-    """The preset names, without importing the runtime (and torch) to print --help."""
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.find_spec("adl.runtime")
-    where = spec.submodule_search_locations if spec else None
-    return sorted(p.stem for p in Path(list(where)[0], "presets").glob("*.yaml")) if where else []
-
-
 def arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of ``adl train``."""
+    from adl.runtime.config import presets  # yaml, not torch: --help lists them
+
     p.add_argument(
         "files",
         nargs="*",
@@ -61,7 +53,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--preset",
         metavar="NAME|FILE",
-        help=f"a preset of adl/runtime/presets ({', '.join(_presets())}) or a YAML file",
+        help=f"a preset of adl/runtime/presets ({', '.join(presets())}) or a YAML file",
     )
     add_set_option(
         p,
@@ -111,10 +103,11 @@ def run(args: argparse.Namespace) -> int:
     out = _out(args)
     if args.nproc < 1:
         raise UsageError("--nproc must be at least 1")
-    if args.resume and args.init_from:
-        raise UsageError("--init-from starts a new run: it does not go with --resume")
-    if args.new_tokenizer and not args.init_from:
-        raise UsageError("--new-tokenizer goes with --init-from")
+    from adl.runtime.run.configure import start_conflict
+
+    conflict = start_conflict(args.resume, args.init_from, args.new_tokenizer)
+    if conflict:
+        raise UsageError(conflict)
     if not args.resume and not args.files and not args.init_from:
         raise UsageError("give the model's .adl files (or --resume --out RUN)")
     if len(args.files) > 2:
@@ -158,10 +151,8 @@ def _launch(nproc: int, config, out: str, resume: bool) -> int:
     from adl.runtime.training.distributed import launch
 
     run = RunDir(Path(out))
-    if resume and not (run.last.is_file() or run.step_files()):
-        from adl.errors import UserError
-
-        raise UserError(f"{out}: nothing to resume (no checkpoints/last.pt)")
+    if resume:
+        run.require_checkpoints()
     with RunLock(run).acquire(create=not resume):
         os.environ[LOCK_ENV] = str(os.getpid())
         try:

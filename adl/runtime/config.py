@@ -465,7 +465,12 @@ def load_config(
     if preset:
         path = preset_path(preset)
         merge(config, read_yaml(path) or {}, str(path))
-    for item in overrides:
+    return apply_sets(config, overrides)
+
+
+def apply_sets(config: Config, items: Iterable[str]) -> Config:
+    """``config`` with ``--set key=value`` items applied, in order."""
+    for item in items:
         key, value = parse_override(item)
         set_value(config, key, value)
     return config

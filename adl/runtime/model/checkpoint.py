@@ -149,11 +149,10 @@ def resume_state(run: RunDir) -> tuple[dict[str, Any], Path, list[str]]:
     the newest intact step-N.pt. Returns ``(state, file, notes)``; the notes say what was
     taken instead and where the damaged files were moved (checkpoints/damaged/: never
     deleted; last.pt is linked to the checkpoint taken)."""
+    run.require_checkpoints()
     candidates = ([run.last] if run.last.is_file() else []) + [
         path for _, path in sorted(run.step_files().items(), reverse=True)
     ]
-    if not candidates:
-        raise CheckpointError(f"{run.root}: nothing to resume (no checkpoints/last.pt)")
     damaged: list[tuple[Path, DamagedCheckpoint]] = []
     for path in candidates:
         if any(_same(path, bad) for bad, _ in damaged):

@@ -35,8 +35,9 @@ def configure(
     ``.jsonl``, optionally ``.gz``). ``resume_from``: a run directory whose config.yaml is
     the starting point. ``init_from``: a run directory or checkpoint whose weights start a
     new run (``new_tokenizer``: not with its tokenizer)."""
-    if init_from is not None and resume_from is not None:
-        raise ConfigError("--init-from starts a new run: it does not go with --resume")
+    conflict = start_conflict(resume_from is not None, init_from, new_tokenizer)
+    if conflict:
+        raise ConfigError(conflict)
     stored = None
     if resume_from is not None:
         run = RunDir(Path(resume_from))
@@ -62,9 +63,7 @@ def configure(
         config.train.init_from = str(init_from)
     if new_tokenizer:
         config.train.new_tokenizer = True
-    for item in sets:
-        key, value = cfgmod.parse_override(item)
-        cfgmod.set_value(config, key, value)
+    cfgmod.apply_sets(config, sets)
     _absolute_paths(config)  # the run resumes from any directory
     if stored is not None:
         changed = [
@@ -81,6 +80,16 @@ def configure(
                 "new run (another --out) to change them"
             )
     return config.validate()
+
+
+def start_conflict(resume: bool, init_from: str | Path | None, new_tokenizer: bool) -> str | None:
+    """What is wrong with how a run is asked to start (None: nothing): ``--init-from`` starts
+    a new run, and ``--new-tokenizer`` is a choice of ``--init-from``."""
+    if resume and init_from:
+        return "--init-from starts a new run: it does not go with --resume"
+    if new_tokenizer and not init_from:
+        return "--new-tokenizer goes with --init-from"
+    return None
 
 
 NOT_THE_RUNS = {"data.cache", "data.cache_dir"}  # settings a resumed run may change

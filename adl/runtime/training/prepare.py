@@ -25,6 +25,7 @@ from adl.runtime.data.data import Limits, ParallelData, encode_pairs, tokenize
 from adl.runtime.data.prefetch import Prefetcher
 from adl.runtime.data.tokencache import DEFAULT_NAME, TokenCache
 from adl.runtime.data.tokenizer import Tokenizers, make_tokenizers
+from adl.runtime.decode.inference import signatures
 from adl.runtime.errors import CheckpointError, RunDirError, UserError
 from adl.runtime.logs import Metrics, close_logger, make_logger
 from adl.runtime.model import checkpoint as ckpt
@@ -34,7 +35,6 @@ from adl.runtime.training import distributed, policy
 from adl.runtime.training import optimizer as optimizer_mod
 from adl.runtime.training.schedule import Schedule
 from adl.runtime.training.state import Bookkeeping, Place, TrainingState
-from adl.runtime.training.validate import signatures
 
 
 def prepare(place: Place, resume: bool) -> TrainingState:

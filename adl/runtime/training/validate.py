@@ -11,25 +11,14 @@ from collections.abc import Callable
 from contextlib import nullcontext
 
 import torch
-from sacrebleu.metrics import BLEU, CHRF
 
 from adl.runtime.data.batching import collate, make_batches
 from adl.runtime.data.data import ParallelData
 from adl.runtime.data.tokenizer import Tokenizers
-from adl.runtime.decode.search import SearchOptions
+from adl.runtime.decode.inference import score
 from adl.runtime.decode.translator import Translator
+from adl.runtime.search_options import SearchOptions
 from adl.runtime.training.loss import forward, token_loss
-
-
-def signatures() -> dict[str, str]:
-    """sacrebleu's signatures of the scores reported (for the log): the metrics as used
-    below, once evaluated (a signature records the number of references)."""
-    found = {}
-    for name, metric in (("bleu", BLEU()), ("chrf", CHRF())):
-        metric.corpus_score(["a"], [["a"]])
-        found[name] = str(metric.get_signature())
-    return found
-
 
 SAMPLE_SEED = 20240901  # the BLEU sample is the same in every run, whatever train.seed
 
@@ -94,9 +83,8 @@ def validate(
             hyps = tokenizers.decode_tgt([h[0].tokens for h in found])
             if translations is not None:
                 translations(hyps)
-            refs = [[data.references[i] for i in sample]]
-            result["bleu"] = BLEU().corpus_score(hyps, refs).score
-            result["chrf"] = CHRF().corpus_score(hyps, refs).score
+            scores = score(hyps, [data.references[i] for i in sample])
+            result["bleu"], result["chrf"] = scores["bleu"], scores["chrf"]
         return result
     finally:
         model.train(was_training)
