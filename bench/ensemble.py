@@ -26,7 +26,7 @@ import torch
 import adl
 from adl.runtime import cost
 from adl.runtime.data.lines import read_lines
-from adl.runtime.decode.inference import score
+from adl.runtime.decode.bleu import score
 from adl.runtime.decode.search import SearchOptions
 
 

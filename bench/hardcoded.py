@@ -192,7 +192,7 @@ def bound(candidate: cost.Candidate, length: int, sentences: int, rounds: int, b
     ceiling)."""
     from adl.nn.hard import set_decode_attention
 
-    model = cost._NoEos(cost.build(candidate, "cpu").eval())
+    model = cost._NoEos(cost.model_of(candidate, "cpu").eval())
     clock = cost.timer(torch.get_num_threads(), "cpu")
     gen = torch.Generator().manual_seed(2)
     src, _, _ = cost.synthetic(model.model, sentences, length, "cpu", gen)

@@ -70,11 +70,11 @@ def main() -> None:
 
     import adl
     from adl.runtime.data import bible
-    from adl.runtime.decode.ct2 import Ct2Translator
-    from adl.runtime.decode.inference import score
+    from adl.runtime.decode.bleu import score
+    from adl.runtime.decode.ct2_translator import Ct2Translator
     from adl.runtime.decode.search import SearchOptions
     from adl.runtime.decode.translator import Translator
-    from adl.runtime.model.ct2 import export_ctranslate2
+    from adl.runtime.model.ct2_convert import export_ctranslate2
     from adl.runtime.model.export import export_run
 
     torch.set_num_threads(args.threads)

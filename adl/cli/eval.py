@@ -34,7 +34,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from adl.runtime.data.lines import LineStream, read_lines
-    from adl.runtime.decode.inference import report, score
+    from adl.runtime.decode.bleu import report, score
 
     refs = read_lines(args.ref, allow_empty=True)
     if args.hyp is not None:

@@ -36,7 +36,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from adl.runtime.model.ct2 import convertible
+    from adl.runtime.model.ct2_convert import convertible
     from adl.runtime.model.export import export_run
 
     # a model CTranslate2 cannot take is refused before anything is written
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     out = export_run(args.run_dir, args.out, args.checkpoint, check)
     print(f"exported {args.run_dir} -> {out}")
     if args.ctranslate2:
-        from adl.runtime.model.ct2 import export_ctranslate2
+        from adl.runtime.model.ct2_convert import export_ctranslate2
 
         where = export_ctranslate2(out, args.quantization)
         print(f"CTranslate2 model ({args.quantization}) -> {where}")

@@ -50,7 +50,7 @@ def _read_input(args: argparse.Namespace) -> tuple[list[str], str]:
 
 def run(args: argparse.Namespace) -> int:
     from adl.runtime.data.lines import read_lines
-    from adl.runtime.decode import scoring
+    from adl.runtime.decode import forced
 
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
@@ -71,8 +71,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.contrastive:
             assert lines is not None
-            result = scoring.contrastive(
-                translator, scoring.read_contrastive(lines, name), args.batch_size
+            result = forced.contrastive(
+                translator, forced.read_contrastive(lines, name), args.batch_size
             )
             out.write(
                 f"accuracy {result.accuracy:.4f} ({result.right:,} of {result.decisions:,} "
@@ -81,8 +81,8 @@ def run(args: argparse.Namespace) -> int:
             )
             return 0
         if lines is not None:
-            sources, targets = scoring.read_tsv_pairs(lines, name)
-        scored = scoring.score_pairs(translator, sources, targets, args.batch_size)
+            sources, targets = forced.read_tsv_pairs(lines, name)
+        scored = forced.score_pairs(translator, sources, targets, args.batch_size)
         for s in scored:
             out.write(f"{s.total:.4f}\t{s.per_token:.4f}\n")
     finally:

@@ -135,7 +135,7 @@ def load_translator(args: argparse.Namespace):
 
     device = pick_device(args.device)
     if getattr(args, "engine", "adl") == "ctranslate2":
-        from adl.runtime.decode.ct2 import Ct2Translator
+        from adl.runtime.decode.ct2_translator import Ct2Translator
 
         if len(args.model) > 1:
             raise UsageError("--engine ctranslate2 decodes one model: give one --model")

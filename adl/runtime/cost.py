@@ -197,7 +197,7 @@ def _rss_kib(field_name: str) -> int:
     return int(found.group(1))
 
 
-def build(candidate: Candidate, device: str):
+def model_of(candidate: Candidate, device: str):
     """The candidate's model (random weights) on ``device``, the way a run builds it."""
     from adl.nn.hard import set_decode_attention
     from adl.runtime.config import ModelConfig
@@ -294,7 +294,7 @@ def _probe_here(request: dict[str, Any]) -> dict[str, float]:
     else:
         Path("/proc/self/clear_refs").write_text("5")  # the high-water mark starts here
         before = _rss_kib("VmRSS") * 1024
-    model = build(candidate, workload.device).train()
+    model = model_of(candidate, workload.device).train()
     opt = torch.optim.Adam(model.parameters(), 1e-4)
     src, tgt, words = synthetic(model, rows, length, device, torch.Generator().manual_seed(0))
 

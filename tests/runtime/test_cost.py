@@ -26,7 +26,7 @@ def test_measure_reports_every_figure_against_the_baseline(tmp_path):
     models = [candidate("BASE", DEC, tmp_path), candidate("HC", HC, tmp_path)]
     workload = cost.Workload(lengths=(6,), batch_tokens=24, train_steps=1, sentences=2, rounds=1)
     table = cost.measure(models, "BASE", workload)
-    built = {c.name: sum(p.numel() for p in cost.build(c, "cpu").parameters()) for c in models}
+    built = {c.name: sum(p.numel() for p in cost.model_of(c, "cpu").parameters()) for c in models}
     assert table.params == built and built["HC"] < built["BASE"]
     for name in ("BASE", "HC"):
         values = table.figures[name][6].values
@@ -50,8 +50,8 @@ def test_a_model_that_reads_word_ids_is_measured_beside_one_that_does_not(tmp_pa
     decoding measurement gives them to that model, whatever the baseline reads."""
     word = "pos -> res_nd(fixed_self_att(unit=word)) -> res_nd(ffl) -> norm"
     models = [candidate("BASE", DEC, tmp_path), candidate("WORD", DEC, tmp_path, enc=word)]
-    assert not cost.build(models[0], "cpu").needs_src_words
-    assert cost.build(models[1], "cpu").needs_src_words
+    assert not cost.model_of(models[0], "cpu").needs_src_words
+    assert cost.model_of(models[1], "cpu").needs_src_words
     workload = cost.Workload(lengths=(5,), batch_tokens=20, train_steps=1, sentences=2, rounds=1)
     table = cost.measure(models, "BASE", workload)
     assert all(v > 0 for v in table.figures["WORD"][5].values.values())
@@ -70,7 +70,7 @@ def test_a_model_that_cannot_train_says_which_and_why(tmp_path):
 
 
 def test_synthetic_sentences_avoid_the_special_tokens(tmp_path):
-    model = cost.build(candidate("BASE", DEC, tmp_path), "cpu")
+    model = cost.model_of(candidate("BASE", DEC, tmp_path), "cpu")
     src, tgt, words = cost.synthetic(model, 3, 5, "cpu", torch.Generator().manual_seed(0))
     assert src.shape == (3, 5) and tgt.shape == (3, 6) and words is None
     assert int(src.min()) >= 4 and int(tgt.min()) >= 4

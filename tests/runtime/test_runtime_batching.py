@@ -5,7 +5,7 @@ import random
 import torch
 
 from adl.runtime.data.batching import BatchStream, collate, make_batches
-from adl.runtime.data.data import FilterStats, ParallelData, TokenArray
+from adl.runtime.data.parallel import FilterStats, ParallelData, TokenArray
 from adl.runtime.data.tokenizer import BOS, EOS, PAD
 
 

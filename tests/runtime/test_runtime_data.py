@@ -7,7 +7,7 @@ from conftest import run_cli
 from runtime_helpers import QUICK, model_files
 
 from adl.runtime.config import DataConfig
-from adl.runtime.data.data import encode_pairs, read_lines, read_parallel
+from adl.runtime.data.parallel import encode_pairs, read_lines, read_parallel
 from adl.runtime.data.tokenizer import EOS, PAD, Tokenizers, make_tokenizers
 from adl.runtime.errors import DataError
 

@@ -1,5 +1,5 @@
 """Ensembles (adl/runtime/decode/ensemble.py, ``adl translate --model A B``) and forced-decoding scores
-(adl/runtime/decode/scoring.py, ``adl score``), on a trained reverse-task run."""
+(adl/runtime/decode/forced.py, ``adl score``), on a trained reverse-task run."""
 
 import copy
 import json
@@ -14,7 +14,7 @@ from runtime_helpers import train_reverse_run, translate_lines
 import adl
 from adl.runtime.data.tokenizer import BOS, EOS
 from adl.runtime.decode.ensemble import Ensemble, check_vocabularies
-from adl.runtime.decode.scoring import read_contrastive
+from adl.runtime.decode.forced import read_contrastive
 from adl.runtime.decode.translator import Translator
 from adl.runtime.errors import ConfigError
 

@@ -10,7 +10,7 @@ from runtime_helpers import QUICK, model_files
 
 from adl.runtime.config import Config, DataConfig
 from adl.runtime.data.corpus import read_lines, read_pairs, read_split
-from adl.runtime.data.data import files_of
+from adl.runtime.data.parallel import files_of
 from adl.runtime.data.tokenizer import make_tokenizers
 from adl.runtime.errors import ConfigError, DataError
 from adl.runtime.run.configure import configure, data_files

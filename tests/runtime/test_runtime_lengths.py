@@ -12,7 +12,7 @@ from runtime_helpers import ENC, QUICK, WORDS
 
 import adl
 from adl.runtime.data.corpus import TextPairs
-from adl.runtime.data.data import Limits, encode_pairs
+from adl.runtime.data.parallel import Limits, encode_pairs
 from adl.runtime.data.tokenizer import EOS
 from adl.runtime.decode.search import SearchOptions, greedy, pad_batch
 from adl.runtime.decode.translator import Translator
@@ -113,7 +113,7 @@ def test_greedy_decoding_is_capped_at_the_decoders_positions():
     with torch.no_grad():
         model.output.bias[EOS] = -1e4  # never eos: the search runs to its length limit
     options = SearchOptions(max_tokens=100, len_a=1.5, len_b=10)
-    found = Translator(model, None).search_ids(src, options)  # as validation decodes
+    found = Translator(model, None).search_tokens(src, options)  # as validation decodes
     assert [len(h[0].tokens) for h in found] == [9]
     with pytest.raises(adl.InputError, match="at most 10 positions"):
         greedy(model, pad_batch(src), None, 22)  # the search itself, uncapped

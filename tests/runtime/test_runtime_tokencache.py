@@ -8,7 +8,7 @@ from runtime_helpers import model_files, reverse_task
 from adl import runtime
 from adl.runtime.config import DataConfig
 from adl.runtime.data.corpus import read_parallel
-from adl.runtime.data.data import tokenize
+from adl.runtime.data.parallel import tokenize
 from adl.runtime.data.tokencache import DEFAULT_NAME, TokenCache
 from adl.runtime.data.tokenizer import Tokenizers, make_tokenizers
 
@@ -119,11 +119,11 @@ def test_a_second_run_over_the_same_corpus_neither_trains_sentencepiece_nor_toke
     second = runtime.Trainer(config, runs / "two")
     try:
         assert _same(
-            (first.train_data.src, first.train_data.tgt),
-            (second.train_data.src, second.train_data.tgt),
+            (first.state.train_data.src, first.state.train_data.tgt),
+            (second.state.train_data.src, second.state.train_data.tgt),
         )
-        assert second.valid_data.references == first.valid_data.references
-        assert second.cache.hits == {"tokens": 2, "sentencepiece": 1}
+        assert second.state.valid_data.references == first.state.valid_data.references
+        assert second.state.cache.hits == {"tokens": 2, "sentencepiece": 1}
     finally:
         second.close()
     log = (runs / "two" / "train.log").read_text()

@@ -166,7 +166,7 @@ def test_the_ctranslate2_export_decodes_like_adl(run, exported):
     assert code == 0, err
     got = stdout.splitlines()
     assert got[:20] == expected[:20]
-    from adl.runtime.decode.ct2 import Ct2Translator
+    from adl.runtime.decode.ct2_translator import Ct2Translator
 
     ct2 = Ct2Translator.load(exported)
     assert ct2.translate(lines, beam=1) == expected
@@ -211,7 +211,7 @@ def test_the_cli_the_python_door_and_validation_translate_byte_for_byte_alike(ru
     """One door to translation: the same checkpoint and options give the same bytes through
     ``adl translate``, ``adl.load_model(...).translate`` and validation during training."""
     from adl.runtime.data.corpus import TextPairs
-    from adl.runtime.data.data import encode_pairs
+    from adl.runtime.data.parallel import encode_pairs
     from adl.runtime.training.validate import validate
 
     tmp, out = run

@@ -11,7 +11,7 @@ from runtime_helpers import DEC, ENC, QUICK, data_args, model_files, reverse_tas
 import adl
 from adl.runtime.config import load_config
 from adl.runtime.data.corpus import TextPairs
-from adl.runtime.data.data import encode_pairs
+from adl.runtime.data.parallel import encode_pairs
 from adl.runtime.decode.translator import Translator
 from adl.runtime.training import validate as validation
 from adl.runtime.training.validate import bleu_sample

@@ -162,7 +162,7 @@ def split_of(book: int, chapter: int) -> str:
     return "train"
 
 
-def build(
+def write_corpus(
     db: Path, pair: str, out: Path, max_words: int | None = None, max_ratio: float = 3.0
 ) -> CorpusInfo:
     """Write ``{train,valid,test}.{src,tgt}`` and a README into ``out``."""
@@ -257,4 +257,4 @@ def bible(
         raise CorpusError(f"{path}: no such file")
     with tempfile.TemporaryDirectory() as tmp:
         db = open_database(path, Path(tmp))
-        return build(db, pair, out, max_words)
+        return write_corpus(db, pair, out, max_words)

@@ -1,6 +1,8 @@
 """The decoding room: from a trained model to translations and scores. Greedy and beam
-search over the layers' incremental caches (``search``), the one door to a trained model,
+search over the layers' incremental caches (``search``; its options are
+:mod:`adl.runtime.search_options`), the one door to a trained model,
 :class:`~adl.runtime.decode.translator.Translator` (translate, n-best, stream, score,
 attention), ensembles (``ensemble``), forced-decoding scores and contrastive sets
-(``scoring``), sacrebleu scoring (``inference``) and the CTranslate2 backend (``ct2``). It
-imports the data and model rooms, never training."""
+(``forced``), BLEU and chrF with sacrebleu (``bleu``) and the CTranslate2 backend
+(``ct2_translator``). It imports the data and model rooms, never training. (``inference``
+is ``bleu``'s name of the previous release.)"""

@@ -145,11 +145,11 @@ class Translator:
                         f"{fits:,} tokens",
                     )
                     ids[i] = x[:fits]
-        found = self.search_ids(ids, options, warn, numbers)
+        found = self.search_tokens(ids, options, warn, numbers)
         decode = self.tokenizers.decode_tgt
         return [[(decode([h.tokens])[0], h) for h in hyps] for hyps in found]
 
-    def search_ids(
+    def search_tokens(
         self,
         ids: Sequence[Sequence[int]],
         options: SearchOptions = SearchOptions(),
@@ -178,6 +178,17 @@ class Translator:
             for i, hyps in zip(rows, found):
                 results[i] = hyps
         return results
+
+    def search_ids(self, *args: Any, **kwargs: Any) -> list[list[Hypothesis]]:
+        """The previous release's name of :meth:`search_tokens` (the module function
+        :func:`~adl.runtime.decode.search.search_ids` it calls has the name), kept one
+        release."""
+        warnings.warn(
+            "Translator.search_ids is renamed search_tokens; the old name goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.search_tokens(*args, **kwargs)
 
     def _run(self, ids, options, cap, warn, rows, numbers) -> list[list[Hypothesis]]:
         try:

@@ -14,7 +14,7 @@ from pathlib import Path
 from adl.runtime import config as cfgmod
 from adl.runtime.config import Config
 from adl.runtime.data.corpus import pair_format
-from adl.runtime.data.data import files_of
+from adl.runtime.data.parallel import files_of
 from adl.runtime.errors import ConfigError, UserError
 from adl.runtime.rundir import RunDir
 

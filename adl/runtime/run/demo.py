@@ -63,7 +63,7 @@ def demo(
     """Run the demo; ``max_sentences`` trains on the first N pairs only (for quick checks),
     ``sets`` are ``key=value`` settings over the preset (e.g. ``train.max_steps=20``)."""
     from adl.runtime.data import bible as corpus
-    from adl.runtime.decode.inference import score
+    from adl.runtime.decode.bleu import score
     from adl.runtime.decode.search import SearchOptions
     from adl.runtime.decode.translator import Translator
     from adl.runtime.model.checkpoint import load_for_inference

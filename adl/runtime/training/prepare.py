@@ -21,11 +21,11 @@ import adl.models
 from adl.runtime import config as config_mod
 from adl.runtime.data.batching import BatchStream
 from adl.runtime.data.corpus import TextPairs, read_split
-from adl.runtime.data.data import Limits, ParallelData, encode_pairs, tokenize
+from adl.runtime.data.parallel import Limits, ParallelData, encode_pairs, tokenize
 from adl.runtime.data.prefetch import Prefetcher
 from adl.runtime.data.tokencache import DEFAULT_NAME, TokenCache
 from adl.runtime.data.tokenizer import Tokenizers, make_tokenizers
-from adl.runtime.decode.inference import signatures
+from adl.runtime.decode.bleu import signatures
 from adl.runtime.errors import CheckpointError, RunDirError, UserError
 from adl.runtime.logs import Metrics, close_logger, make_logger
 from adl.runtime.model import checkpoint as ckpt

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import torch
 
 from adl.runtime.config import Config
-from adl.runtime.data.data import ParallelData
+from adl.runtime.data.parallel import ParallelData
 from adl.runtime.data.prefetch import Prefetcher
 from adl.runtime.data.tokencache import TokenCache
 from adl.runtime.data.tokenizer import Tokenizers

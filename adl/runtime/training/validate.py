@@ -13,9 +13,9 @@ from contextlib import nullcontext
 import torch
 
 from adl.runtime.data.batching import collate, make_batches
-from adl.runtime.data.data import ParallelData
+from adl.runtime.data.parallel import ParallelData
 from adl.runtime.data.tokenizer import Tokenizers
-from adl.runtime.decode.inference import score
+from adl.runtime.decode.bleu import score
 from adl.runtime.decode.translator import Translator
 from adl.runtime.search_options import SearchOptions
 from adl.runtime.training.loss import forward, token_loss
@@ -79,7 +79,7 @@ def validate(
             src_ids = [data.src[i].tolist() for i in sample]
             options = SearchOptions(beam=1, len_a=len_a, len_b=len_b, max_tokens=max_tokens)
             with autocast():
-                found = Translator(model, tokenizers, device).search_ids(src_ids, options)
+                found = Translator(model, tokenizers, device).search_tokens(src_ids, options)
             hyps = tokenizers.decode_tgt([h[0].tokens for h in found])
             if translations is not None:
                 translations(hyps)

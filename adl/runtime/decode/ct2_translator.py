@@ -1,5 +1,5 @@
 """``adl translate --engine ctranslate2``: a model exported by ``adl export --ctranslate2``
-(:mod:`adl.runtime.model.ct2` converts it) decoded by CTranslate2, behind the same
+(:mod:`adl.runtime.model.ct2_convert` converts it) decoded by CTranslate2, behind the same
 ``search`` and ``translate`` as :class:`~adl.runtime.decode.translator.Translator`."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from adl.runtime.errors import CheckpointError
-from adl.runtime.model.ct2 import ctranslate2_module
+from adl.runtime.model.ct2_convert import ctranslate2_module
 from adl.runtime.search_options import SearchOptions
 
 

@@ -1,5 +1,5 @@
 """CTranslate2 for the Transformer family: the conversion of ``adl export --ctranslate2``
-(``adl translate --engine ctranslate2`` decodes it: :mod:`adl.runtime.decode.ct2`).
+(``adl translate --engine ctranslate2`` decodes it: :mod:`adl.runtime.decode.ct2_translator`).
 
 An ADL encoder-decoder converts when its networks are what CTranslate2's ``TransformerSpec``
 computes: ``pos`` (or ``learn_pos``) first, then layers of ``mh_dot_self_att`` and
