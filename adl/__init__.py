@@ -88,7 +88,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'adl' has no attribute {name!r}")
 
 
-# Names renamed for clarity, kept one release (docs/architecture.md): the old name warns.
+# Names renamed for clarity, kept one release (docs/architecture.md, "Renamed names, kept one
+# release", lists these and the runtime's): the old name warns.
 DEPRECATED = {
     "Network": "CheckedNetwork",  # a checked network; adl.nn.Network is the PyTorch module
     "hyper": "check_hyper",  # it validates and returns a Hyper

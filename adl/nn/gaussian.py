@@ -33,7 +33,7 @@ from .base import Builder, Layer, implements
 from .context import Context
 
 # Full passes over at most this many keys take the dense matrices (one einsum, fastest at
-# these lengths on a CPU: bench/gaussian.py); longer ones the banded form, whose cost grows
+# these lengths on a CPU: bench/banded.py); longer ones the banded form, whose cost grows
 # with the length times the band, not the length squared.
 DENSE_UNTIL = 128
 

@@ -1,8 +1,8 @@
 """The one ADL grammar, ``adl/grammar/adl.lark``, loaded once.
 
-The file ships inside the wheel as the package data of ``adl.grammar`` (pyproject maps the
-top-level ``grammar/`` folder to that package), so an installed ``adl`` finds it without the
-repository.
+The file lives in the package ``adl.grammar`` (the design card's top-level ``grammar/``:
+docs/architecture.md says why it is inside ``adl/``) and ships in the wheel as its package
+data, so an installed ``adl`` finds it without the repository.
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ class Bookkeeping:
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Bookkeeping:
-        """The bookkeeping of a checkpoint (:func:`adl.runtime.training.policy.state`)."""
+        """The bookkeeping of a checkpoint (:func:`adl.runtime.training.policy.contents`)."""
         tr = state["trainer"]
         return cls(
             step=int(state["step"]),
