@@ -6,6 +6,9 @@ pairs it with. Both go through :func:`adl.batch.check_files`, the function
 ``adl compile --check ENC DEC`` calls, with the model settings of
 :mod:`adl.lsp.settings`; so the editor's diagnostics are the command's, message, span and
 hint. An encoder is checked alone (a decoder never changes its diagnostics).
+
+Its names (hover, go to definition, references) come from the syntax tree, or, while the
+text does not parse, from its tokens (:mod:`adl.lsp.tokens`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from ..roles import role_from_name, stem
 from ..source import Source
 from ..syntax import ast
 from ..syntax.parser import parse_source
+from . import tokens
+from .hover import Declared
 from .occurrences import Occurrence, occurrences
 from .settings import Settings
 
@@ -37,7 +42,8 @@ class Checked:
     result: Program | ADLError
     encoder: str | None = None  # the name of the encoder file it was checked with
     tree: ast.File | None = None  # None: the text does not parse
-    names: list[Occurrence] = field(default_factory=list)
+    names: list[Occurrence] = field(default_factory=list)  # of the tree, else of the tokens
+    declared: Declared = field(default_factory=Declared)  # likewise
 
     @property
     def program(self) -> Program | None:
@@ -64,7 +70,12 @@ def check_text(source: Source, settings: Settings, encoder: Source | Path | None
         except ADLError:
             pass
     if checked.tree is not None:
-        checked.names = occurrences(checked.tree)
+        checked.names, checked.declared = occurrences(checked.tree), Declared.of(checked.tree)
+    else:  # a syntax error: the names as the tokens give them (hover, definitions go on)
+        checked.names, checked.declared = (
+            tokens.occurrences(source.text),
+            tokens.declared(source.text),
+        )
     return checked
 
 

@@ -56,7 +56,7 @@ def complete(text: str, offset: int, variables: Iterable[str] = ()) -> tuple[int
         items += [Item(p, "param", f"parameter of block {here.name}") for p in here.params]
     items += _layers()
     items += [
-        Item(h.name, "block", _head_text(h), f"block defined in this file: {_head_text(h)}")
+        Item(h.name, "block", head_text(h), f"block defined in this file: {head_text(h)}")
         for h in heads
         if h.name not in ROLES
     ]
@@ -88,7 +88,8 @@ def definition_heads(text: str) -> list[Head]:
     return heads
 
 
-def _head_text(h: Head) -> str:
+def head_text(h: Head) -> str:
+    """The head as written in hover and completion: ``name`` or ``name(p, q)``."""
     return f"{h.name}({', '.join(h.params)})" if h.params else h.name
 
 
@@ -146,7 +147,7 @@ def _keywords(name: str, given: set[str], heads: list[Head]) -> list[Item]:
     if head is None:
         return []
     return [
-        Item(f"{p}=", "keyword", f"parameter of block {_head_text(head)}")
+        Item(f"{p}=", "keyword", f"parameter of block {head_text(head)}")
         for p in head.params
         if p not in given
     ]

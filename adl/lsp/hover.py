@@ -5,11 +5,15 @@ their defaults; :func:`adl.docgen.layer_section`), then its input and output siz
 parameters where this file uses it, at the sizes the file is checked with. A keyword
 argument: its row of that table. A block: its definition; a block's parameter: its block's
 head; a ``$variable``: the value it is checked with and where that comes from.
+
+What the file declares comes as :class:`Declared`: of its syntax tree, or, while the file
+does not parse, of its text (:func:`adl.lsp.tokens.declared`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 
 from ..analysis.program import Program
 from ..analysis.variables import MODEL_SETTINGS
@@ -25,8 +29,28 @@ from .symbols import block_head
 _TABLE_HEAD = ["| argument | also | type | default | meaning |", "|---|---|---|---|---|"]
 
 
+@dataclass(frozen=True)
+class Declared:
+    """What a file declares, as hover shows it."""
+
+    blocks: dict[str, str] = field(default_factory=dict)  # name -> its definition's text
+    heads: dict[str, str] = field(default_factory=dict)  # name -> `name(x, n=2)`
+    defaults: dict[str, str] = field(default_factory=dict)  # $variable -> its default's text
+
+    @classmethod
+    def of(cls, tree: ast.File) -> Declared:
+        """What a parsed file declares, in canonical text (the first of a name counts)."""
+        found = cls()
+        for d in tree.definitions:
+            found.blocks.setdefault(d.name, to_text(d))
+            found.heads.setdefault(d.name, block_head(d))
+        for v in tree.variables:
+            found.defaults.setdefault(v.name, to_text(v.value))
+        return found
+
+
 def hover(
-    tree: ast.File,
+    declared: Declared,
     found: list[Occurrence],
     offset: int,
     program: Program | None,
@@ -41,15 +65,15 @@ def hover(
         spec = REGISTRY.get(name.name)
         if spec is not None:
             text = "\n".join(layer_section(spec)) + "\n\n" + _sizes(name, program, settings)
-    elif name.kind == "keyword" and name.call is not None:
-        text = _keyword(tree, name, name.call)
+    elif name.kind == "keyword" and name.callee is not None:
+        text = _keyword(declared, name, name.callee)
     elif name.kind == "block":
-        d = tree.definition(name.name)
-        text = f"block `{name.name}`\n\n```adl\n{to_text(d)}\n```" if d is not None else None
+        d = declared.blocks.get(name.name)
+        text = f"block `{name.name}`\n\n```adl\n{d}\n```" if d is not None else None
     elif name.kind == "param" and name.owner is not None:
-        text = f"parameter `{name.name}` of block `{_head(tree, name.owner)}`"
+        text = f"parameter `{name.name}` of block `{declared.heads.get(name.owner, name.owner)}`"
     elif name.kind == "var":
-        text = _variable(tree, name.name, settings)
+        text = _variable(declared, name.name, settings)
     return (text, name.span) if text else None
 
 
@@ -73,24 +97,19 @@ def _sizes(name: Occurrence, program: Program | None, settings: Settings) -> str
     return "\n".join(lines)
 
 
-def _keyword(tree: ast.File, name: Occurrence, call: ast.Call) -> str | None:
+def _keyword(declared: Declared, name: Occurrence, callee: str) -> str | None:
     if name.owner is not None:
-        return f"parameter `{name.name}` of block `{_head(tree, name.owner)}`"
-    spec = REGISTRY.get(call.name)
+        return f"parameter `{name.name}` of block `{declared.heads.get(name.owner, name.owner)}`"
+    spec = REGISTRY.get(callee)
     param = spec.param(name.name) if spec is not None else None
     if spec is None or param is None:
         return None
     return "\n".join([f"`{spec.usage()}`", "", *_TABLE_HEAD, argument_row(param)])
 
 
-def _head(tree: ast.File, block: str) -> str:
-    d = tree.definition(block)
-    return block if d is None else block_head(d)
-
-
-def _variable(tree: ast.File, name: str, settings: Settings) -> str:
+def _variable(declared: Declared, name: str, settings: Settings) -> str:
     given = dict(settings.vars)
-    default = next((v for v in tree.variables if v.name == name), None)
+    default = declared.defaults.get(name)
     if name in MODEL_SETTINGS:
         value = getattr(settings, name)
         where = settings.origin or "adl compile's default"
@@ -98,8 +117,8 @@ def _variable(tree: ast.File, name: str, settings: Settings) -> str:
     if name in given:
         text = f"`${name}` = {given[name]} ({settings.origin})"
         if default is not None:
-            text += f"; the file's default is `{to_text(default.value)}`"
+            text += f"; the file's default is `{default}`"
         return text
     if default is not None:
-        return f"`${name}` = `{to_text(default.value)}`: the file's default (`--var {name}=...` sets it)"
+        return f"`${name}` = `{default}`: the file's default (`--var {name}=...` sets it)"
     return f"`${name}` is not set: `--var {name}=VALUE` sets it"

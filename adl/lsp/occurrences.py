@@ -29,6 +29,7 @@ class Occurrence:
     declares: bool = False  # the definition itself: a block's head, a parameter, `$x = ...`
     owner: str | None = None  # a parameter's block (kind "param", or "keyword" of a block use)
     call: ast.Call | None = None  # the layer or block use, or the call a keyword belongs to
+    callee: str | None = None  # a keyword's layer or block (the name of ``call``)
 
     def key(self) -> tuple[str, str, str | None]:
         """What the name refers to: occurrences with equal keys are the same thing."""
@@ -103,6 +104,7 @@ class _Walker:
                         arg.key_span,
                         owner=used.name if used is not None else None,
                         call=call,
+                        callee=call.name,
                     )
                 yield from self.value(arg.value, block, params)
 

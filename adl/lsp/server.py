@@ -5,7 +5,8 @@ This module is the wiring: LSP requests in, the pure functions of the other modu
 the server keeps answering while a large text is checked; a check is bounded by the
 checker's limits (:mod:`adl.limits`), and an edit waits :data:`DEBOUNCE` seconds for the
 next before the file is checked again. Each check is kept for its document's version:
-hover, go to definition, references and symbols read it rather than check again.
+hover, go to definition, references and symbols read it rather than check again (all but
+symbols work on a file with a syntax error too, from its tokens; completion reads the text).
 """
 
 from __future__ import annotations
@@ -213,11 +214,9 @@ def make_server() -> AdlServer:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def on_hover(ls: AdlServer, params: types.HoverParams) -> types.Hover | None:
         checked = await ls.current(params.text_document.uri)
-        if checked.tree is None:
-            return None
         text = checked.source.text
         found = hover(
-            checked.tree,
+            checked.declared,
             checked.names,
             ls.offset(text, params.position),
             checked.program,

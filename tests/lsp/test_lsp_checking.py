@@ -33,7 +33,8 @@ def test_check_text_keeps_the_tree_of_a_file_with_errors():
     assert [o.name for o in checked.names] == ["t", "res_nd", "fft", "pos", "t"]
     assert [d.message for d in checked.diagnostics] == ["unknown layer 'fft'"]
     broken = check_text(Source("pos -> (", "x.enc.adl"), Settings())
-    assert broken.tree is None and broken.names == [] and broken.diagnostics
+    assert broken.tree is None and broken.diagnostics
+    assert [(o.kind, o.name) for o in broken.names] == [("layer", "pos")]  # from the tokens
 
 
 def test_check_text_reads_the_encoder_and_the_settings():

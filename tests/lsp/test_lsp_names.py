@@ -2,7 +2,7 @@
 
 import adl
 from adl.docgen import layer_section
-from adl.lsp.hover import hover
+from adl.lsp.hover import Declared, hover
 from adl.lsp.occurrences import at, declaration, occurrences, references
 from adl.lsp.settings import Settings
 from adl.lsp.symbols import outline
@@ -72,28 +72,28 @@ def test_hover_shows_the_reference_section_and_the_sizes_here():
     tree = adl.parse(TEXT)
     program = adl.check(TEXT, role="encoder")
     offset = TEXT.index("mh_dot_self_att") + 4
-    shown, span = hover(tree, names(), offset, program, Settings())
+    shown, span = hover(Declared.of(tree), names(), offset, program, Settings())
     spec = adl.REGISTRY.get("mh_dot_self_att")
     assert spec is not None
     assert shown.startswith("\n".join(layer_section(spec)))
     (node,) = program.network.chain.find("mh_dot_self_att")
     assert f"encoder: 512 → 512, {node.params:,} parameters" in shown
     assert TEXT[span.start : span.end] == "mh_dot_self_att"
-    ffl = hover(tree, names(), TEXT.index("ffl"), None, Settings())
+    ffl = hover(Declared.of(tree), names(), TEXT.index("ffl"), None, Settings())
     assert ffl is not None and "not known while the file has errors" in ffl[0]
 
 
 def test_hover_on_keywords_blocks_and_variables():
-    tree = adl.parse(TEXT)
+    declared = Declared.of(adl.parse(TEXT))
     default = Settings()
-    shown = lambda needle, s=default: hover(tree, names(), TEXT.index(needle), None, s)[0]
+    shown = lambda needle, s=default: hover(declared, names(), TEXT.index(needle), None, s)[0]
     assert "parameter `k` of block `sub(f, k=3)`" == shown("k=5")
     assert "```adl\nsub(f, k=3) = res_nd(f) -> cnn(kernel_width=k)\n```" in shown("sub(mh")
     assert shown("$n,").startswith("`$n` = `2`: the file's default")
     given = Settings(vars=(("n", 4),), origin="preset p")
     assert shown("$n,", given).startswith("`$n` = 4 (preset p)")
     cnn_heads = hover(
-        adl.parse("pos -> cnn(num_hidden=8)"),
+        Declared.of(adl.parse("pos -> cnn(num_hidden=8)")),
         occurrences(adl.parse("pos -> cnn(num_hidden=8)")),
         12,
         None,

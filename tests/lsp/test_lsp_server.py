@@ -197,6 +197,28 @@ async def test_hover_on_a_layer_shows_its_reference_and_sizes(editor: Editor, tm
     editor.close(uri)
 
 
+async def test_hover_and_definitions_work_while_a_parenthesis_is_left_open(
+    editor: Editor, tmp_path: Path
+):
+    text = "t_enc = res_nd(mh_dot_self_att) -> res_nd(ffl)\npos -> repeat(6, t_enc -> norm\n"
+    path = write(tmp_path, "u.enc.adl", text)
+    uri, found = await editor.check(path)
+    assert found and found[0].severity == types.DiagnosticSeverity.Error  # the syntax error
+    hover = await editor.hover(uri, position(text, "mh_dot_self_att", 3))
+    assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+    section = hover.contents.value.split("\n\nSizes here")[0]
+    assert section.startswith("#### `mh_dot_self_att`")
+    assert section in (ROOT / "docs" / "language.md").read_text()
+    assert "not known while the file has errors" in hover.contents.value
+    assert hover.range == types.Range(position(text, "mh_dot"), position(text, "mh_dot", 15))
+    target = await editor.client.text_document_definition_async(
+        types.DefinitionParams(editor.doc(uri), position(text, "t_enc ->"))
+    )
+    assert isinstance(target, types.Location)
+    assert target.range == types.Range(position(text, "t_enc ="), position(text, "t_enc =", 5))
+    editor.close(uri)
+
+
 async def test_completion_after_res_nd_offers_layers(editor: Editor, tmp_path: Path):
     text = "my_block = res_nd(ffl)\npos -> res_nd("
     path = write(tmp_path, "c.enc.adl", "")
