@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from adl.runtime.data.data import ParallelData, TokenArray
+from adl.runtime.data.parallel import ParallelData, TokenArray
 from adl.runtime.data.tokenizer import BOS, EOS, PAD
 from adl.runtime.errors import DataError
 

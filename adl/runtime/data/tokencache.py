@@ -30,7 +30,7 @@ import sentencepiece as spm
 import torch
 
 from adl.runtime.data.corpus import TextPairs
-from adl.runtime.data.data import TokenArray
+from adl.runtime.data.parallel import TokenArray
 
 FORMAT = 1  # bump when what an entry holds, or how text is read, changes
 DEFAULT_NAME = ".adl-cache"
