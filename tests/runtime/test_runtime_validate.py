@@ -46,14 +46,14 @@ def test_bleu_decodes_only_the_sample_and_the_loss_covers_every_pair(monkeypatch
     torch.manual_seed(0)
     model = adl.build(ENC, DEC, src_vocab=12, tgt_vocab=12, d_model=32, heads=4)
     decoded = []
-    real = Translator.search_ids
+    real = Translator.search_tokens
 
     def spy(self, src_ids, options, *args):
         decoded.append(list(src_ids))
         assert (options.beam, options.len_a, options.len_b) == (1, 1.5, 10)  # greedy
         return real(self, src_ids, options, *args)
 
-    monkeypatch.setattr(Translator, "search_ids", spy)
+    monkeypatch.setattr(Translator, "search_tokens", spy)
     options = dict(max_tokens=200, smoothing=0.0)
     every = validation.validate(model, data, tok, torch.device("cpu"), **options)
     sample = validation.validate(model, data, tok, torch.device("cpu"), bleu_sentences=7, **options)
