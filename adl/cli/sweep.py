@@ -5,6 +5,7 @@ adl sweep you2020                                a bundled spec (adl/runtime/swe
 adl sweep SPEC.yaml --check                      check the spec, say what would run
 adl sweep SPEC.yaml --status  (or a sweep folder)  which runs are done, running, failed, why
 adl sweep SPEC.yaml --executor slurm --slurm partition=dev --slurm gpus_per_node=1
+adl sweep you2020 --preset paper --data DIR       the paper's scale on your corpus
 adl sweep report SPEC [--results DIR]            the table from the committed result files
 adl sweep report --update-doc docs/experiments.md   rewrite a document's report blocks
 adl sweep curves SPEC [--results DIR]            the validations during training, from those files
@@ -62,6 +63,19 @@ def arguments(p: argparse.ArgumentParser) -> None:
         help="a submitit/Slurm option (repeatable), e.g. partition=dev, gpus_per_node=1, "
         "timeout_min=600",
     )
+    p.add_argument(
+        "--preset",
+        metavar="NAME",
+        help="train at another scale: 'paper' (the spec's paper_scale: the paper's preset, "
+        "updates and depths) or a preset's name",
+    )
+    p.add_argument(
+        "--data",
+        metavar="DIR",
+        help="train on your corpus instead of the spec's: DIR/{train,valid,test}.{SRC,TGT} "
+        "(adl data files writes one from fairseq's prepare-iwslt14.sh output)",
+    )
+    p.add_argument("--langs", nargs=2, metavar=("SRC", "TGT"), help="--data's file suffixes")
     what = p.add_mutually_exclusive_group()
     what.add_argument(
         "--status", action="store_true", help="show which runs are done, running, failed, why"
@@ -98,6 +112,18 @@ def run(args: argparse.Namespace) -> int:
         return _curves(words[1:], args.results)
     if len(words) != 1:
         raise UsageError("give one SPEC (or: adl sweep report SPEC, adl sweep curves SPEC)")
+    if args.preset or args.data:
+        from pathlib import Path
+
+        from adl.runtime.sweep.variant import derive
+
+        where = Path(args.out) if args.out else Path("runs") / "sweeps" / "variants"
+        langs = tuple(args.langs) if args.langs else None
+        derived = derive(words[0], where, args.preset, args.data, langs)
+        print(
+            f"{derived}: {words[0]} at preset {args.preset or 'its own'} on {args.data or 'its data'}"
+        )
+        words = [str(derived)]
     if args.status:
         print(sweep.status(words[0], args.out, args.results).render(), end="")
         return 0

@@ -13,6 +13,7 @@ from adl.errors import did_you_mean
 from adl.runtime import config as cfgmod
 from adl.runtime.errors import UserError
 from adl.runtime.sweep.located import Map, Mark, Problem, Seq, load
+from adl.runtime.sweep.paper_keys import PaperKeys
 from adl.runtime.sweep.references import reference_problems
 from adl.runtime.sweep.regime_keys import RegimeKeys
 from adl.runtime.sweep.seed_keys import SeedKeys
@@ -43,7 +44,7 @@ MISSING = {
 
 
 # --- reading ---------------------------------------------------------------------------------
-class _Reader(SeedKeys, RegimeKeys):
+class _Reader(SeedKeys, RegimeKeys, PaperKeys):
     """Builds a :class:`Spec` from the located YAML, collecting every problem."""
 
     def __init__(self, path: Path):
@@ -97,6 +98,7 @@ class _Reader(SeedKeys, RegimeKeys):
         self.baseline(doc, spec)
         self.more_seeds(doc, spec)
         self.regime(doc, spec)
+        self.paper_scale(doc, spec)
         self.problems.extend(reference_problems(spec.systems, self.refs, spec.baseline))
         return spec
 

@@ -157,6 +157,7 @@ TOP_KEYS = (
     "significance",
     "slurm",
     "regime",
+    "paper_scale",
     "systems",
 )
 REGIME_KEYS = ("sizes", "rates", "rate_size", "scale", "sample_seed")
