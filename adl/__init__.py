@@ -34,8 +34,9 @@ used, so ``import adl`` does not load torch.
 import warnings
 
 from .analysis.program import CheckedChain, CheckedNetwork, Node, Program
+from .analysis.spacecheck import CheckedSpace
 from .analysis.variables import unused_variables
-from .api import check, check_hyper, parse, parse_value, read_source
+from .api import check, check_hyper, check_space, parse, parse_value, read_source
 from .errors import ADLError, Diagnostic, InputError, UserError
 from .models import ModelSpec, build, build_from_spec, check_model
 from .registry import REGISTRY, Hyper
@@ -44,6 +45,7 @@ from .syntax.printer import text_hash, to_text
 __all__ = [
     "ADLError",
     "CheckedChain",
+    "CheckedSpace",
     "CheckedNetwork",
     "Diagnostic",
     "Hyper",
@@ -57,6 +59,7 @@ __all__ = [
     "build_from_spec",
     "check",
     "check_model",
+    "check_space",
     "check_hyper",
     "load_model",
     "parse",

@@ -9,6 +9,8 @@ from typing import Any
 
 from .analysis import check_tree
 from .analysis.program import Program
+from .analysis.spacecheck import MEMBERS_CHECKED, CheckedSpace
+from .analysis.spacecheck import check_space as check_space_tree
 from .errors import ADLError, error
 from .limits import MAX_HEADS, MAX_INTEGER, MAX_SIZE
 from .registry import Hyper
@@ -31,9 +33,11 @@ def parse_value(text: str, name: str = "<value>") -> Any:
     number, bool or string, or a chain (for ``--var NAME=VALUE``)."""
     tree = parse_source(Source(f"v({text})", name))
     call = tree.network.layers[0] if tree.network and not tree.definitions else None
-    if call is None or len(call.args) != 1 or call.args[0].key is not None:
+    if not isinstance(call, ast.Call) or len(call.args) != 1 or call.args[0].key is not None:
         raise error(f"not a single value: {text!r}")
     value = call.args[0].value
+    if ast.holds_choice(value):
+        raise error(f"a variable set from outside is one value, not a choice: {text!r}")
     if isinstance(value, (ast.Int, ast.Float, ast.Bool, ast.String)):
         return value.value
     if isinstance(value, ast.Negate) and isinstance(value.operand, (ast.Int, ast.Float)):
@@ -128,6 +132,33 @@ def check(
         src = Source(src.text, name)
     h = check_hyper(d_model, heads, dropout, vars)
     return check_tree(_parse(src, source), src, role, h, source_d, max_memory)
+
+
+def check_space(
+    source: TextOrPath | Source,
+    role: str | None = None,
+    *,
+    d_model: int = Hyper.d_model,
+    heads: int = Hyper.heads,
+    dropout: float = Hyper.dropout,
+    vars: Mapping[str, Any] | None = None,
+    source_d: int | None = None,
+    name: str | None = None,
+    max_memory: int | None = None,
+    limit: int = MEMBERS_CHECKED,
+) -> CheckedSpace:
+    """Check a space of programs (a text with choices, ``{a | b}``, ``{2..6}``) as
+    :func:`check` checks a program: its size, counted exactly, and every member's sizes and
+    roles (up to ``limit`` members one by one; a larger space through members that take
+    every option, then a random sample). Raises :class:`ADLError` for a space with an
+    option no member can take, or no valid member; members that fail only with some
+    other picks are excluded (``CheckedSpace.excluded``). A text without a choice is a
+    space of one program. See :mod:`adl.analysis.space`."""
+    src = read_source(source)
+    if name is not None:
+        src = Source(src.text, name)
+    h = check_hyper(d_model, heads, dropout, vars)
+    return check_space_tree(_parse(src, source), src, role, h, source_d, max_memory, limit)
 
 
 def _parse(src: Source, given: object) -> ast.File:

@@ -13,7 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .api import check
+from .analysis.space import is_space
+from .api import check, check_space, parse
 from .layers import REGISTRY
 from .limits import LIMITS
 from .registry import ROLES, LayerSpec, ParamSpec
@@ -161,6 +162,10 @@ def _header_lines(path: Path) -> list[str]:
 
 
 def _roles_of(path: Path) -> str:
+    """A file's roles; a space of programs (a file with choices) says how many it holds."""
+    if is_space(parse(path)):
+        checked = check_space(path)
+        return f"{', '.join(checked.example.networks) if checked.example else ''}: {checked.describe()}"
     return ", ".join(check(path).networks)
 
 

@@ -14,7 +14,11 @@ from .syntax.reader import TextOrPath, read_source
 if TYPE_CHECKING:
     from .source import Source
 
-_SUFFIX = re.compile(r"\.(enc|dec|joint|encoder|decoder)\.adl$")
+# x.enc.adl; a space of programs (adl search) also x.enc.space.adl, or enc.space.adl
+_SUFFIX = re.compile(
+    r"(?:\.(enc|dec|joint|encoder|decoder)(?:\.space)?|(?:^|[/\\])(enc|dec|joint|encoder|decoder)"
+    r"\.space)\.adl$"
+)
 _SUFFIX_ROLE = {
     "enc": ENCODER,
     "encoder": ENCODER,
@@ -31,7 +35,7 @@ def role_from_name(name: str | PurePath) -> str | None:
     ('encoder', 'joint', None)
     """
     m = _SUFFIX.search(str(name))
-    return _SUFFIX_ROLE[m.group(1)] if m else None
+    return _SUFFIX_ROLE[m.group(1) or m.group(2)] if m else None
 
 
 def stem(name: str | PurePath) -> str:
@@ -43,7 +47,7 @@ def stem(name: str | PurePath) -> str:
     base = PurePath(name).name
     m = _SUFFIX.search(base)
     if m:
-        return base[: m.start()]
+        return base[: m.start() + (1 if base[m.start()] in "/\\" else 0)]
     return base[: -len(".adl")] if base.endswith(".adl") else base
 
 

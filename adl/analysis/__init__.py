@@ -14,6 +14,7 @@ from ..syntax import ast
 from .checker import Checker, Stop
 from .pairs import pair_problems
 from .program import CheckedChain, CheckedNetwork, Node, Program
+from .space import Entangled, choices, count
 from .spelling import sockeye_cnn_warnings
 from .variables import recording
 
@@ -90,6 +91,7 @@ def check_tree(
     error); a network needing more than ``max_memory`` bytes (default:
     :func:`adl.limits.memory_limit`) is refused. The program lists the variables the check
     read (``variables_read``)."""
+    refuse_space(tree, source, hyper)
     limit = resolve_memory_limit(max_memory)
     with recording() as reads:
         program = _check_tree(tree, source, role, hyper, source_d, limit)
@@ -158,6 +160,25 @@ def _check_networks(
             checker.report(f"block '{d.name}' is never used", d.name_span, severity="warning")
     for w in sockeye_cnn_warnings(tree, source):
         checker.report(w.message, w.span, hint=w.hint, severity="warning")
+
+
+def refuse_space(tree: ast.File, source: Source, hyper: Hyper) -> None:
+    """A text with choices is a space of programs, not a program: an error at its first
+    choice, saying how many programs it holds and what reads it."""
+    found = choices(tree)
+    if not found:
+        return
+    try:
+        size = f"{count(tree, dict(hyper.vars)):,}"
+    except Entangled:
+        size = "many"
+    raise error(
+        f"this text is a space of {size} programs (it has a choice), not one program",
+        source,
+        found[0][0].span,
+        hint="adl compile --check checks a space (adl.check_space in Python); adl search "
+        "searches one (docs/language.md, 'Spaces of programs')",
+    )
 
 
 def resolve_memory_limit(max_memory: int | None) -> int:

@@ -160,7 +160,7 @@ class Checker:
         guess after an earlier error: size errors that follow from a guess are not reported."""
         nodes: list[Node] = []
         d = d_in
-        for call in chain.layers:
+        for call in chain.calls:  # a program's chain: a space is refused before
             for node in self.call(call, scope, d, where, sure):
                 nodes.append(node)
                 d, sure = node.d_out, node.sure

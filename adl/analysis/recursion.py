@@ -102,6 +102,10 @@ def _shortest_cycle(
 def _references(value: ast.Value, own: set[str], defs: dict, out: list) -> None:
     if isinstance(value, ast.Chain):
         for call in value.layers:
+            if isinstance(call, ast.Choice):  # a space's: every option may be taken
+                for option in call.options:
+                    _references(option, own, defs, out)
+                continue
             if call.name in defs and call.name not in own:
                 out.append((call.name, call.name_span))
             for arg in call.args:

@@ -1,5 +1,6 @@
 """``adl compile --check|--summary [--preset NAME] FILE...``: validate ADL files and show their
-layers. ``--preset`` checks with a run preset's model size, heads, dropout and variables (and
+layers. A file with choices (``{a | b}``) is a space of programs: it prints the number of
+programs in it and checks them (:func:`adl.check_space`). ``--preset`` checks with a run preset's model size, heads, dropout and variables (and
 without FILEs, checks every file the preset names); a variable that no file reads is a
 warning, with the nearest name the files do read.
 
@@ -13,7 +14,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from .. import api
 from ..analysis.program import Program
+from ..analysis.space import is_space
+from ..analysis.spacecheck import CheckedSpace
 from ..analysis.variables import unused_variables
 from ..batch import check_files
 from ..errors import ADLError, Diagnostic
@@ -63,7 +67,21 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     options, origins = _settings(args)
-    checked = check_files([Path(f) for f in args.files], args.role, **options)
+    spaces = {i: f for i, f in enumerate(args.files) if _is_space(Path(f))}
+    programs = iter(
+        check_files(
+            [Path(f) for i, f in enumerate(args.files) if i not in spaces], args.role, **options
+        )
+    )
+    checked: list[Program | CheckedSpace | ADLError] = []
+    for i, f in enumerate(args.files):
+        if i in spaces:
+            try:
+                checked.append(api.check_space(Path(f), args.role, **options))
+            except ADLError as exc:
+                checked.append(exc)
+        else:
+            checked.append(next(programs))
     if args.debug:  # the traceback of the first error
         for result in checked:
             if isinstance(result, ADLError):
@@ -73,6 +91,10 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(result, ADLError):
             failed.append(result)
             print(result.render(), file=sys.stderr)
+            continue
+        if isinstance(result, CheckedSpace):  # a space of programs: its size, what failed
+            _warn(result.diagnostics())
+            print(f"{path}: {result.describe()}")
             continue
         _warn(result.warnings)
         if args.summary:
@@ -84,9 +106,10 @@ def run(args: argparse.Namespace) -> int:
     if args.summary and args.src_vocab and not failed:
         _model_summary(args, [r for r in checked if isinstance(r, Program)])
     if not failed:  # a file with errors may read more than the checker got to
+        read = [r.example if isinstance(r, CheckedSpace) else r for r in checked]
         for origin in dict.fromkeys(origins.values()):
             names = [n for n, o in origins.items() if o == origin]
-            _warn(unused_variables(names, checked, origin))
+            _warn(unused_variables(names, [r for r in read if isinstance(r, Program)], origin))
     if failed:
         n = sum(len(e.errors) for e in failed)
         print(
@@ -96,6 +119,14 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _is_space(path: Path) -> bool:
+    """Whether a file is a space of programs (it parses and has a choice)."""
+    try:
+        return is_space(api.parse(path))
+    except ADLError:
+        return False  # check_files reports it
 
 
 def _settings(args: argparse.Namespace) -> tuple[dict, dict[str, str]]:

@@ -1,6 +1,7 @@
 """Checking an editor's file as ``adl compile --check`` checks it.
 
-A decoder file (``x.dec.adl``) is checked with its encoder, when there is one: the open
+A space of programs (a text with choices) is checked as ``adl compile --check`` checks one,
+alone. A decoder file (``x.dec.adl``) is checked with its encoder, when there is one: the open
 ``x.enc.adl`` (its unsaved text), else that file on disk, else the encoder a sweep spec
 pairs it with. Both go through :func:`adl.batch.check_files`, the function
 ``adl compile --check ENC DEC`` calls, with the model settings of
@@ -18,6 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..analysis.program import Program
+from ..analysis.space import is_space
+from ..analysis.spacecheck import CheckedSpace
+from ..api import check_space
 from ..batch import check_files
 from ..errors import ADLError, Diagnostic
 from ..registry import DECODER, ENCODER
@@ -39,7 +43,7 @@ class Checked:
 
     source: Source
     settings: Settings
-    result: Program | ADLError
+    result: Program | CheckedSpace | ADLError
     encoder: str | None = None  # the name of the encoder file it was checked with
     tree: ast.File | None = None  # None: the text does not parse
     names: list[Occurrence] = field(default_factory=list)  # of the tree, else of the tokens
@@ -50,19 +54,34 @@ class Checked:
         return self.result if isinstance(self.result, Program) else None
 
     @property
+    def space(self) -> CheckedSpace | None:
+        """A space of programs (a text with choices), checked."""
+        return self.result if isinstance(self.result, CheckedSpace) else None
+
+    @property
     def diagnostics(self) -> list[Diagnostic]:
         """What ``adl compile --check`` prints for the file: its errors, or its warnings."""
         if isinstance(self.result, ADLError):
             return self.result.diagnostics
+        if isinstance(self.result, CheckedSpace):
+            return self.result.diagnostics()
         return self.result.warnings
 
 
 def check_text(source: Source, settings: Settings, encoder: Source | Path | None = None) -> Checked:
     """Check ``source`` (with ``encoder`` before it, for a decoder) and index its names."""
     files: Sequence[Source | Path] = [source] if encoder is None else [encoder, source]
-    result = check_files(files, **settings.options())[-1]
+    result: Program | CheckedSpace | ADLError
+    if _space(source):  # checked alone, as adl compile --check checks a space
+        try:
+            result = check_space(source, **settings.options())
+        except ADLError as exc:
+            result = exc
+        encoder = None
+    else:
+        result = check_files(files, **settings.options())[-1]
     checked = Checked(source, settings, result, _name(encoder) if encoder else None)
-    if isinstance(result, Program):
+    if not isinstance(result, ADLError):
         checked.tree = result.tree
     else:
         try:
@@ -77,6 +96,13 @@ def check_text(source: Source, settings: Settings, encoder: Source | Path | None
             tokens.declared(source.text),
         )
     return checked
+
+
+def _space(source: Source) -> bool:
+    try:
+        return is_space(parse_source(source))
+    except ADLError:
+        return False
 
 
 def encoder_of(path: Path, settings: Settings, exists: Callable[[Path], bool]) -> Path | None:

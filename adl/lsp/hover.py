@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..analysis.program import Program
+from ..analysis.spacecheck import CheckedSpace
 from ..analysis.variables import MODEL_SETTINGS
 from ..docgen import argument_row, layer_section
 from ..registry import REGISTRY
@@ -55,13 +56,16 @@ def hover(
     offset: int,
     program: Program | None,
     settings: Settings,
+    space: CheckedSpace | None = None,
 ) -> tuple[str, Span] | None:
     """The Markdown for the name at ``offset`` and the name's span, or None."""
     name = at(found, offset)
     if name is None:
         return None
     text = None
-    if name.kind == "layer":
+    if name.kind == "choice":
+        text = _choice(name, space, settings)
+    elif name.kind == "layer":
         spec = REGISTRY.get(name.name)
         if spec is not None:
             text = "\n".join(layer_section(spec)) + "\n\n" + _sizes(name, program, settings)
@@ -75,6 +79,14 @@ def hover(
     elif name.kind == "var":
         text = _variable(declared, name.name, settings)
     return (text, name.span) if text else None
+
+
+def _choice(name: Occurrence, space: CheckedSpace | None, settings: Settings) -> str:
+    """A choice: the space's size and what its check found."""
+    head = "a choice: each program of the space takes one of its options"
+    if space is None:
+        return f"{head}\n\nThe space: not counted while the file has errors."
+    return f"{head}\n\nThe file is {space.describe()}, at {settings.describe()}."
 
 
 def _sizes(name: Occurrence, program: Program | None, settings: Settings) -> str:

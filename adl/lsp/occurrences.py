@@ -1,7 +1,8 @@
 """Every name of a parsed ADL file, where it is and what it stands for: the index behind
 hover, go to definition, find references and document symbols.
 
-A name is a layer of the registry, a named block (its definition or a use), a block's
+A name is a choice of a space (``{a | b}``: its braces and bars; hover shows the space's
+size), a layer of the registry, a named block (its definition or a use), a block's
 parameter (declared in the block's head, used in its body, or given as ``key=`` where the
 block is used), a layer's keyword argument, or a ``$variable`` (its default or a use). Names
 resolve as the checker resolves them: inside a block its parameters hide blocks and layers
@@ -18,7 +19,7 @@ from ..registry import REGISTRY
 from ..source import Span
 from ..syntax import ast
 
-Kind = Literal["layer", "block", "param", "keyword", "var", "unknown"]
+Kind = Literal["layer", "block", "param", "keyword", "var", "unknown", "choice"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,11 @@ class _Walker:
         self, chain: ast.Chain, block: str | None, params: frozenset[str]
     ) -> Iterator[Occurrence]:
         for call in chain.layers:
+            if isinstance(call, ast.Choice):
+                yield Occurrence("choice", call.name, call.span)
+                for option in call.options:
+                    yield from self.value(option, block, params)
+                continue
             yield Occurrence(
                 self._kind(call.name, params),
                 call.name,

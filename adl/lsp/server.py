@@ -221,6 +221,7 @@ def make_server() -> AdlServer:
             ls.offset(text, params.position),
             checked.program,
             checked.settings,
+            checked.space,
         )
         if found is None:
             return None

@@ -115,20 +115,63 @@ class Call:
 
 
 @dataclass(frozen=True)
-class Chain:
-    """``l1 -> l2 -> ... -> ln`` (n >= 1)."""
+class Choice:
+    """``{a | b -> c | d}``: one of several layers or chains, or in a value's place one of
+    several values (``{256 | 512}``; ``{2..6}`` is the integers 2 to 6). A text with a
+    choice is a *space* of programs (:mod:`adl.analysis.space`): each of its programs
+    picks one option of every choice it reaches."""
 
-    layers: tuple[Call, ...]
+    options: tuple[Value, ...]
+    span: Span = _span()
+    range: tuple[int, int] | None = None  # written as {low..high}
+
+    @property
+    def name(self) -> str:
+        """What stands for the choice where a layer's name is shown: ``{...}``."""
+        return "{...}"
+
+    @property
+    def name_span(self) -> Span:
+        return self.span
+
+
+Layer = Call | Choice
+
+
+@dataclass(frozen=True)
+class Chain:
+    """``l1 -> l2 -> ... -> ln`` (n >= 1); a layer is a call or, in a space, a choice."""
+
+    layers: tuple[Layer, ...]
     span: Span = _span()
 
     def bare_name(self) -> str | None:
         """The name if this chain is a single call without arguments (``relu``, ``ffl``)."""
-        if len(self.layers) == 1 and not self.layers[0].args:
-            return self.layers[0].name
+        if len(self.layers) == 1:
+            first = self.layers[0]
+            if isinstance(first, Call) and not first.args:
+                return first.name
         return None
+
+    @property
+    def calls(self) -> tuple[Call, ...]:
+        """The layers of a chain that holds no choice (a program's; see :class:`Choice`)."""
+        for layer in self.layers:
+            if not isinstance(layer, Call):
+                raise TypeError("a choice {...} where a program has a layer")
+        return self.layers  # type: ignore[return-value]  # every one is a Call
 
 
 Value = Chain | Expr
+
+
+def holds_choice(value: Value) -> bool:
+    """Whether a value holds a choice anywhere inside it (arithmetic holds none)."""
+    if isinstance(value, Chain):
+        for layer in value.layers:
+            if isinstance(layer, Choice) or any(holds_choice(a.value) for a in layer.args):
+                return True
+    return False
 
 
 # --- files --------------------------------------------------------------------------------

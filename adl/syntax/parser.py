@@ -17,6 +17,9 @@ from ..limits import MAX_EXPRESSION_DEPTH, MAX_INTEGER, MAX_NESTING, MAX_SOURCE_
 from ..source import Source, Span
 from . import ast
 from .grammar import parser
+from .printer import to_text
+
+MAX_OPTIONS = 1024  # options of one choice ({1..1024} at most)
 
 _TOKEN_WORDS = {
     "NAME": "a layer name",
@@ -32,6 +35,10 @@ _TOKEN_WORDS = {
     "COMMA": "','",
     "EQUAL": "'='",
     "MINUS": "'-'",
+    "VBAR": "'|'",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+    "RANGE": "a range",
     "PLUS": "'+'",
     "STAR": "'*'",
     "SLASH": "'/'",
@@ -292,6 +299,9 @@ class _Builder:
             )
             return None
         head = lhs.layers[0]
+        if not isinstance(head, ast.Call):
+            self.fail("the left side of '=' must be a block name, not a choice", head.span)
+            return None
         params: list[ast.Param] = []
         names: set[str] = set()
         for arg in head.args:
@@ -314,6 +324,12 @@ class _Builder:
             else:
                 pname = arg.key
                 param = ast.Param(pname, arg.value, arg.span)
+                if ast.holds_choice(arg.value):
+                    self.fail(
+                        f"the default of parameter '{pname}' cannot be a choice",
+                        arg.value.span,
+                        hint=f"put the choice where '{head.name}' is used, or in a $variable",
+                    )
             if pname in names:
                 self.fail(f"parameter '{pname}' is listed twice", arg.span)
             names.add(pname)
@@ -321,9 +337,51 @@ class _Builder:
         return ast.Definition(head.name, tuple(params), body, span, head.name_span)
 
     # chains and calls
-    def chain(self, tree: Tree) -> ast.Chain:
-        layers = tuple(self.call(c) for c in tree.children if isinstance(c, Tree))
-        return ast.Chain(layers, _span(tree))
+    def chain(self, tree: Tree, value: bool = False) -> ast.Chain:
+        """A chain; ``value``: in a value's place (an argument, a variable's default), where
+        a choice standing alone may hold numbers and other values, not only layers."""
+        children = [c for c in tree.children if isinstance(c, Tree)]
+        layers: list[ast.Layer] = []
+        for c in children:
+            if c.data in ("choice", "range"):
+                layers.append(self.choice(c, value and len(children) == 1))
+            else:
+                layers.append(self.call(c))
+        return ast.Chain(tuple(layers), _span(tree))
+
+    def choice(self, tree: Tree, values: bool) -> ast.Choice:
+        span = _span(tree)
+        if tree.data == "range":
+            tok = tree.children[0]
+            low, high = (int(part) for part in str(tok).replace(" ", "").split(".."))
+            if low > high:
+                self.fail(
+                    f"the range {{{low}..{high}}} is empty: write the smaller end first", span
+                )
+            elif high - low >= MAX_OPTIONS:
+                self.fail(f"a choice has at most {MAX_OPTIONS:,} options", span)
+            elif not values:
+                self.fail("a range of numbers stands for a value, not for a layer", span)
+            ints: tuple[ast.Value, ...] = ()
+            if low <= high < low + MAX_OPTIONS:
+                ints = tuple(ast.Int(i, _span(tok)) for i in range(low, high + 1))
+            return ast.Choice(ints, span, (low, high))
+        options = tuple(self.value(c) for c in tree.children)
+        if len(options) > MAX_OPTIONS:
+            self.fail(f"a choice has at most {MAX_OPTIONS:,} options", span)
+        seen: dict[str, ast.Value] = {}
+        for option in options:
+            if not values and not isinstance(option, ast.Chain):
+                self.fail(
+                    "a value stands where a layer is expected: an option of a choice in a "
+                    "chain is a layer or a chain",
+                    option.span,
+                )
+            text = to_text(option)
+            if text in seen:
+                self.fail(f"the option '{text}' is listed twice in this choice", option.span)
+            seen[text] = option
+        return ast.Choice(options, span)
 
     def call(self, tree: Tree) -> ast.Call:
         name_tok = tree.children[0]
@@ -340,7 +398,7 @@ class _Builder:
 
     def value(self, node: Tree | Token) -> ast.Value:
         if isinstance(node, Tree) and node.data == "chain":
-            return self.chain(node)
+            return self.chain(node, value=True)
         return self.expr(node)
 
     # expressions

@@ -16,7 +16,9 @@ from . import ast
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
 
 
-def to_text(node: ast.File | ast.Definition | ast.Chain | ast.Call | ast.Value) -> str:
+def to_text(
+    node: ast.File | ast.Definition | ast.Chain | ast.Call | ast.Choice | ast.Value,
+) -> str:
     """Canonical text of any syntax node (a file ends with a newline)."""
     if isinstance(node, ast.File):
         lines = [f"${v.name} = {to_text(v.value)}" for v in node.variables]
@@ -31,6 +33,10 @@ def to_text(node: ast.File | ast.Definition | ast.Chain | ast.Call | ast.Value) 
         return f"{head} = {to_text(node.body)}"
     if isinstance(node, ast.Chain):
         return " -> ".join(to_text(c) for c in node.layers)
+    if isinstance(node, ast.Choice):
+        if node.range is not None:
+            return f"{{{node.range[0]}..{node.range[1]}}}"
+        return "{" + " | ".join(to_text(o) for o in node.options) + "}"
     if isinstance(node, ast.Call):
         if not node.args:
             return node.name
