@@ -35,6 +35,28 @@ Corpora (``--list``):
   descriptions, help pages (with their markup) and interface strings. A narrative domain,
   away from the other three; the prefix that Wesnoth writes into a message to tell
   homonyms apart (``female^aged``) is cut off. Grouped as gnu-en-fr.
+
+The fresh corpora of the peers' protocol (bench/protocols/fresh.yaml; none of them, nor
+their language pairs but English, was trained on before it was written):
+
+- ``ding-de-en``: the example sentences of Ding, the German-English dictionary of TU
+  Chemnitz (Debian 12's ``trans-de-en`` 1.9-6, licence GPL-2.0-or-later): about 19,000
+  everyday sentences ("Sie hat ihren Mann wirklich unter der Fuchtel." -> "She really has
+  her husband under her thumb."), German -> English, general domain. A sentence is a
+  sub-entry of a dictionary line whose two sides both end as a sentence, have three words
+  or more and no dictionary notation ({f}, [coll.], etw., sth.); the line's headword is
+  its group, a sentence seen before is left out.
+- ``desktop-en-es``: the interface messages of four desktop programs (VLC, GnuCash,
+  Evolution, Gramps; Debian 12 packages, GPL-2.0-or-later, Evolution LGPL-2.0-or-later)
+  and their Spanish translations: about 22,000 messages, English -> Spanish.
+- ``freeciv-en-ru``: the strategy game Freeciv 3.0's messages (rules, help, nations, the
+  client; Debian 12's ``freeciv-data``, GPL-2.0-or-later) and their Russian translations:
+  about 9,000, English -> Russian (Cyrillic), a fifth of them over ten words.
+
+The two catalog corpora drop what a program's interface writes into a message beside its
+text: a gettext context (``ctx\x04text``), Freeciv's qualifier (``?unit:Warriors``) and a
+lone keyboard mnemonic (``_State``, ``&Open``, ``(_L)``). The README of a corpus gives
+the sha256 of each file it wrote.
 """
 
 from __future__ import annotations
@@ -135,13 +157,32 @@ def deb_members(archive: Path) -> tarfile.TarFile:
     raise SystemExit(f"{archive}: no data.tar member")
 
 
+MNEMONIC = re.compile(r"^\(_\w\)\s*|\s*\(_\w\)$|_(?=\w)|&(?=\w)")
+
+
+def interface_text(text: str) -> str:
+    """A message without what the interface writes beside its text: a gettext context
+    (``ctx\\x04text``) and one keyboard mnemonic (``_State``, ``&Open``, ``(_L) Add``;
+    a text with more than one ``_`` or ``&`` is left as it is: they are part of it)."""
+    text = text.rpartition("\x04")[2]
+    if text.count("_") + text.count("&") == 1 and MNEMONIC.search(text):
+        text = MNEMONIC.sub("", text, count=1)
+    return text
+
+
 def read_gettext(
-    archives: list[Path], src: str = "en", tgt: str = "fr", context: str | None = None
+    archives: list[Path],
+    src: str = "en",
+    tgt: str = "fr",
+    context: str | None = None,
+    interface: bool = False,
 ) -> list[tuple[str, str, str]]:
     """(group, message, translation) of every catalog's singular messages, in package order;
     a message translated as itself is left out, one that recurs is kept once. ``context``:
     a pattern for a disambiguating prefix written into the messages themselves, cut off
-    before anything else (Wesnoth's ``female^aged``: the translation has no prefix)."""
+    before anything else (Wesnoth's ``female^aged``: the translation has no prefix).
+    ``interface``: both sides through :func:`interface_text` first (the fresh corpora;
+    the older ones were built without it and stay as they were)."""
     if src != "en":
         raise SystemExit("gettext catalogs translate from English only")
     pairs, seen = [], set()
@@ -155,6 +196,8 @@ def read_gettext(
                 for key, value in catalog.items():
                     if not isinstance(key, str) or not key:  # plural forms, the header
                         continue
+                    if interface:
+                        key, value = interface_text(key), interface_text(value)
                     if context is not None:
                         key = re.sub(context, "", key, count=1)
                     source, target = clean(key), clean(value)
@@ -193,6 +236,68 @@ def read_wesnoth(archives: list[Path]) -> list[tuple[str, str, str]]:
     return read_gettext(archives, context=WESNOTH_CONTEXT)
 
 
+DESKTOP_PACKAGES = (
+    "vlc-l10n==3.0.23-0+deb12u1",
+    "gnucash-common==1:4.13-1",
+    "evolution-common==3.46.4-2+deb12u1",
+    "gramps==5.1.5-1",
+)
+FREECIV_QUALIFIER = r"^\?[^:\s]+:"  # Freeciv's Q_("?unit:Warriors"): the translation has none
+
+
+def read_desktop(archives: list[Path]) -> list[tuple[str, str, str]]:
+    return read_gettext(archives, tgt="es", interface=True)
+
+
+def read_freeciv(archives: list[Path]) -> list[tuple[str, str, str]]:
+    return read_gettext(archives, tgt="ru", context=FREECIV_QUALIFIER, interface=True)
+
+
+DING_NOTATION = re.compile(r"[{}\[\]]|\b(?:etw|jdm|jdn|jds|jd|sth|sb)\b")
+SENTENCE_END = re.compile(r"[.!?…][\"'”’»)]*$")
+
+
+def read_ding(archives: list[Path]) -> list[tuple[str, str, str]]:
+    """(headword, German sentence, English sentence) of Ding's example sentences: the
+    sub-entries (``|``) of a line, and of those their alternatives (``;``) when both sides
+    have as many, else the first, whose two sides end as a sentence, have at least three
+    words each, start with a capital, a digit or a quote, and carry no dictionary notation
+    (``{f}``, ``[coll.]``, ``etw.``, ``sth.``); a German sentence seen before is left out."""
+    with deb_members(archives[0]) as tar:
+        found = tar.extractfile("./usr/share/trans/de-en")
+        if found is None:
+            raise SystemExit(f"{archives[0]}: no usr/share/trans/de-en")
+        lines = found.read().decode("utf-8").splitlines()
+    pairs, seen = [], set()
+    for line in lines:
+        if line.startswith("#") or " :: " not in line:
+            continue
+        german, english = line.split(" :: ", 1)
+        de_subs, en_subs = german.split(" | "), english.split(" | ")
+        if len(de_subs) != len(en_subs):
+            continue
+        group = clean(de_subs[0].split("; ")[0])
+        for de, en in zip(de_subs, en_subs):
+            de_alts, en_alts = de.split("; "), en.split("; ")
+            if len(de_alts) != len(en_alts):
+                de_alts, en_alts = de_alts[:1], en_alts[:1]
+            for a, b in zip(map(clean, de_alts), map(clean, en_alts)):
+                if a in seen or not (_sentence(a) and _sentence(b)):
+                    continue
+                seen.add(a)
+                pairs.append((group, a, b))
+    return pairs
+
+
+def _sentence(text: str) -> bool:
+    return (
+        len(text.split()) >= 3
+        and bool(SENTENCE_END.search(text))
+        and (text[0].isupper() or text[0] in "0123456789\"'„“‚»")
+        and not DING_NOTATION.search(text)
+    )
+
+
 CORPORA = {
     c.name: c
     for c in (
@@ -229,6 +334,32 @@ CORPORA = {
             "Battle for Wesnoth's campaign dialogue and story, unit descriptions, help and "
             "interface, English -> French (narrative)",
             read_wesnoth,
+        ),
+        Corpus(
+            "ding-de-en",
+            "debian",
+            ("trans-de-en==1.9-6",),
+            "GPL-2.0-or-later (Ding, (c) Frank Richter, TU Chemnitz)",
+            "Ding's example sentences, German -> English (general domain)",
+            read_ding,
+        ),
+        Corpus(
+            "desktop-en-es",
+            "debian",
+            DESKTOP_PACKAGES,
+            "GPL-2.0-or-later (VLC, GnuCash, Gramps), LGPL-2.0-or-later (Evolution)",
+            "four desktop programs' interface messages (media player, accounts, mail and "
+            "calendar, family trees), English -> Spanish",
+            read_desktop,
+        ),
+        Corpus(
+            "freeciv-en-ru",
+            "debian",
+            ("freeciv-data==3.0.6-1+deb12u1",),
+            "GPL-2.0-or-later (Freeciv and its translations)",
+            "the strategy game Freeciv's rules, help, nations and client messages, "
+            "English -> Russian",
+            read_freeciv,
         ),
     )
 }
@@ -301,16 +432,25 @@ def write(corpus: Corpus, pairs: list[tuple[str, str, str]], out: Path) -> dict[
             text = "".join(r[side] + "\n" for r in rows)
             (out / f"{split}.{suffix}").write_text(text, encoding="utf-8")
     counts = {k: len(v) for k, v in splits.items()}
+    digests = "".join(
+        f"  - `{name}` {sha256(out / name)}\n"
+        for name in (f"{s}.{x}" for s in splits for x in ("src", "tgt"))
+    )
     (out / "README.md").write_text(
         f"# {corpus.name}\n\n{corpus.describe}.\n\n"
         f"- source: {corpus.registry} package(s) {', '.join(f'`{p}`' for p in corpus.packages)}\n"
         f"- licence: {corpus.licence}\n"
         f"- pairs: train {counts['train']:,}, valid {counts['valid']:,}, test "
         f"{counts['test']:,} ({empty} with an empty side left out)\n"
-        f"- made by `python bench/corpora.py {corpus.name}`\n",
+        f"- made by `python bench/corpora.py {corpus.name}`; sha256 of the files:\n{digests}",
         encoding="utf-8",
     )
     return counts
+
+
+def sha256(path: Path) -> str:
+    """The sha256 of a file's bytes (what the protocols record of a test reference)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -115,3 +115,74 @@ def test_wesnoth_context_prefixes_are_cut_before_pairing(tmp_path):
     ]
     plain = corpora.read_gettext([tmp_path / "w.deb"])  # the GNU catalogs keep carets
     assert ("female^aged", "âgée") in [(src, tgt) for _, src, tgt in plain]
+
+
+def test_ding_example_sentences_are_read_from_the_dictionary(tmp_path):
+    lines = [
+        "# Version :: devel 2023-01-30",
+        "Aal {m} | Aale {pl} :: eel | eels",  # dictionary entries, not sentences
+        "los sein {v} | Was ist hier los? | Es ist nichts los. :: to be going on | "
+        "What's going on here? | Nothing is happening.",
+        "Fuchtel {f} | Sie hat ihn unter der Fuchtel. ; Er hat sie unter der Fuchtel. :: "
+        "thumb | She has him under her thumb. ; He has her under his thumb.",
+        "etw. zugeben | Ich gebe etw. zu. :: to admit sth. | I admit sth.",  # notation
+        "zweimal | Was ist hier los? :: twice | A sentence seen before.",  # seen: left out
+        "kurz | Ja. :: short | Yes.",  # under three words
+        "ungleich | Eins zwei drei. | Vier fünf sechs. :: unequal | One two three.",
+    ]
+    text = ("\n".join(lines) + "\n").encode()
+    (tmp_path / "d.deb").write_bytes(deb_file({"./usr/share/trans/de-en": text}))
+    pairs = corpora.CORPORA["ding-de-en"].read([tmp_path / "d.deb"])
+    assert pairs == [
+        ("los sein {v}", "Was ist hier los?", "What's going on here?"),
+        ("los sein {v}", "Es ist nichts los.", "Nothing is happening."),
+        ("Fuchtel {f}", "Sie hat ihn unter der Fuchtel.", "She has him under her thumb."),
+        ("Fuchtel {f}", "Er hat sie unter der Fuchtel.", "He has her under his thumb."),
+    ]
+
+
+def test_interface_messages_lose_context_and_mnemonics():
+    assert corpora.interface_text("_State/County:") == "State/County:"
+    assert corpora.interface_text("E_stado/Condado:") == "Estado/Condado:"
+    assert corpora.interface_text("Open &Network...") == "Open Network..."
+    assert corpora.interface_text("(_L) Добавить последним") == "Добавить последним"
+    assert corpora.interface_text("Add _Last") == "Add Last"
+    assert corpora.interface_text("ASCII\x04VLC media player") == "VLC media player"
+    # more than one marker: part of the text (identifiers, a literal ampersand pair)
+    assert corpora.interface_text("worker_level and max_size") == "worker_level and max_size"
+    assert corpora.interface_text("Tom & Jerry") == "Tom & Jerry"
+
+
+def test_freeciv_qualifiers_are_cut_and_the_target_is_russian(tmp_path):
+    ru = "./usr/share/locale/ru/LC_MESSAGES"
+    catalog = mo_file(
+        {
+            "": "Content-Type: text/plain; charset=UTF-8\n",
+            "?unit:Warriors": "Воины",
+            "Add _Last": "(_L) Добавить последним",
+            "Why? Because: it is so": "Потому что так",  # a question mark inside: kept
+        }
+    )
+    (tmp_path / "f.deb").write_bytes(deb_file({f"{ru}/freeciv-core.mo": catalog}))
+    pairs = corpora.CORPORA["freeciv-en-ru"].read([tmp_path / "f.deb"])
+    assert sorted((src, tgt) for _, src, tgt in pairs) == [
+        ("Add Last", "Добавить последним"),
+        ("Warriors", "Воины"),
+        ("Why? Because: it is so", "Потому что так"),
+    ]
+
+
+def test_the_fresh_corpora_are_pinned_and_their_readme_gives_each_files_sha256(tmp_path):
+    import hashlib
+
+    for name in ("ding-de-en", "desktop-en-es", "freeciv-en-ru"):
+        corpus = corpora.CORPORA[name]
+        assert corpus.registry == "debian" and all("==" in p for p in corpus.packages)
+    corpus = corpora.CORPORA["ding-de-en"]
+    pairs = [(f"g{i}", f"Satz {i} ist hier.", f"Sentence {i} is here.") for i in range(60)]
+    counts = corpora.write(corpus, pairs, tmp_path)
+    assert sum(counts.values()) == 60
+    readme = (tmp_path / "README.md").read_text()
+    digest = hashlib.sha256((tmp_path / "test.tgt").read_bytes()).hexdigest()
+    assert f"`test.tgt` {digest}" in readme and corpora.sha256(tmp_path / "test.tgt") == digest
+    assert "GPL-2.0-or-later" in readme
