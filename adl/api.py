@@ -127,9 +127,7 @@ def check(
     fixed tensors is refused (default: ``$ADL_MAX_MEMORY``, else 16 GiB; see
     :mod:`adl.limits`). See :func:`read_source` for when a str is a file name.
     """
-    src = read_source(source)
-    if name is not None:
-        src = Source(src.text, name)
+    src = _named(source, name)
     h = check_hyper(d_model, heads, dropout, vars)
     return check_tree(_parse(src, source), src, role, h, source_d, max_memory)
 
@@ -154,11 +152,15 @@ def check_space(
     option no member can take, or no valid member; members that fail only with some
     other picks are excluded (``CheckedSpace.excluded``). A text without a choice is a
     space of one program. See :mod:`adl.analysis.space`."""
-    src = read_source(source)
-    if name is not None:
-        src = Source(src.text, name)
+    src = _named(source, name)
     h = check_hyper(d_model, heads, dropout, vars)
     return check_space_tree(_parse(src, source), src, role, h, source_d, max_memory, limit)
+
+
+def _named(source: TextOrPath | Source, name: str | None) -> Source:
+    """The source read, called ``name`` in messages when given."""
+    src = read_source(source)
+    return Source(src.text, name) if name is not None else src
 
 
 def _parse(src: Source, given: object) -> ast.File:

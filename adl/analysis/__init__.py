@@ -177,7 +177,7 @@ def refuse_space(tree: ast.File, source: Source, hyper: Hyper) -> None:
         source,
         found[0][0].span,
         hint="adl compile --check checks a space (adl.check_space in Python); adl search "
-        "searches one (docs/language.md, 'Spaces of programs')",
+        "searches one (docs/search.md)",
     )
 
 

@@ -20,6 +20,7 @@ from . import export as export_cmd
 from . import fmt as fmt_cmd
 from . import lsp as lsp_cmd
 from . import score as score_cmd
+from . import search as search_cmd
 from . import sweep as sweep_cmd
 from . import train as train_cmd
 from . import translate as translate_cmd
@@ -42,6 +43,7 @@ COMMANDS = [
     export_cmd,
     viz_cmd,
     sweep_cmd,
+    search_cmd,
     fmt_cmd,
     lsp_cmd,
 ]

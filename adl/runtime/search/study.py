@@ -1,0 +1,335 @@
+"""The study: Optuna's storage, sampler and pruner, and the workers that share them.
+
+Every worker runs the same loop on the same storage: count what the study has trained,
+stop at the budget, else let Optuna start one trial (``study.optimize(n_trials=1)``: it
+asks the sampler, or takes a waiting retry first) and train it (:mod:`.trial`). The count
+and the trial's start happen under a lock in the search folder, so that local workers never
+start more trials than the budget; the storage gives every trial its own number, and a
+program's lock gives it one trainer, so no trial runs twice.
+
+A worker killed mid-trial (``kill -9``, a lost node) leaves its trial RUNNING. A worker on
+the same machine finds it (its process is gone), fails it and queues a retry of the same
+program, which resumes the run folder from its last checkpoint; on other machines Optuna's
+heartbeat does the same once the trial has been silent for ``grace`` seconds. Trials that
+train nothing are marked ``skipped`` and not counted: a program trained before (the trial
+takes its values), one another worker is training, one that does not check.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import socket
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from adl.runtime.search.programs import Program, Spaces, check_program
+from adl.runtime.search.spec import SearchError, Spec, optuna_module, settle
+from adl.runtime.search.trial import Busy, train_program, trial_config
+from adl.runtime.sweep.state import alive
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+MAX_SKIPPED = 30  # trials in a row that train nothing before a worker stops
+HEARTBEAT = 60  # seconds between a running trial's heartbeats in the storage
+GRACE = 180  # seconds of silence before another worker fails a trial and retries it
+
+
+@dataclass(frozen=True)
+class Budget:
+    trials: int = 0  # trials that train, in the whole study (0: no limit)
+    deadline: float = 0.0  # time.time() after which no trial starts (0: none)
+
+
+def storage_url(folder: Path, storage: str | None) -> str:
+    return storage or f"sqlite:///{(folder / 'study.db').resolve()}"
+
+
+def open_study(spec: Spec, url: str, worker: int = 0, curves: bool = False) -> Any:
+    """The study (created on first use), with its sampler and pruner; ``curves``: the
+    single-objective study of validation curves that prunes a Pareto search's trials
+    (Optuna's pruners take one objective)."""
+    optuna = optuna_module()
+    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+    kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        kwargs["engine_kwargs"] = {"connect_args": {"timeout": 120}}
+    storage = optuna.storages.RDBStorage(
+        url,
+        heartbeat_interval=HEARTBEAT,
+        grace_period=GRACE,
+        heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(3),
+        **kwargs,
+    )
+    seed = spec.sampler_seed + worker  # workers with one seed would propose one program
+    if curves or len(spec.objectives) == 1:
+        sampler = optuna.samplers.TPESampler(seed=seed)
+    else:
+        sampler = optuna.samplers.NSGAIISampler(seed=seed)
+    pruner = _pruner(optuna, spec) if curves or len(spec.objectives) == 1 else None
+    name = spec.study + (".curves" if curves else "")
+    directions = ["maximize"] if curves else spec.directions
+    return optuna.create_study(
+        storage=storage,
+        study_name=name,
+        directions=directions,
+        sampler=sampler,
+        pruner=pruner,
+        load_if_exists=True,
+    )
+
+
+def _pruner(optuna: Any, spec: Spec) -> Any:
+    rung = max(spec.valid_every, 1)
+    if spec.pruner == "halving":
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=rung, reduction_factor=3)
+    if spec.pruner == "hyperband":
+        top = max(spec.steps, 3 * rung)
+        return optuna.pruners.HyperbandPruner(rung, top, reduction_factor=3)
+    return optuna.pruners.NopPruner()
+
+
+def counted(study: Any) -> tuple[int, set[str]]:
+    """Trials that trained (or train now), and the programs trained to the end or pruned."""
+    optuna = optuna_module()
+    states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+    n, done = 0, set()
+    for t in study.get_trials(deepcopy=False):
+        if "skipped" in t.user_attrs:
+            continue
+        if t.state in (*states, optuna.trial.TrialState.RUNNING):
+            n += 1
+        if t.state in states and "program" in t.user_attrs:
+            done.add(t.user_attrs["program"])
+    return n, done
+
+
+def fail_dead(study: Any) -> int:
+    """Fail this machine's trials whose worker process is gone, queueing a retry of each
+    (the heartbeat does it for other machines after :data:`GRACE` seconds)."""
+    optuna = optuna_module()
+    retry = optuna.storages.RetryHeartbeatStaleTrialCallback(3)
+    n = 0
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        if "pid" not in t.user_attrs or alive(t.user_attrs) is not False:
+            continue  # starting, alive, or on another machine (the heartbeat's)
+        study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+        if "skipped" not in t.user_attrs:
+            retry(study, study.get_trials(deepcopy=False)[t.number])
+        n += 1
+    return n
+
+
+class _Gate:
+    """The lock under which a worker counts the study and starts its next trial."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.fd: int | None = None
+
+    def __enter__(self) -> _Gate:
+        if fcntl is not None:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self.fd = fd
+        return self
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+def work(folder: str | Path, worker: int, budget: Budget, storage: str | None, threads: int) -> int:
+    """One worker's loop; returns the trials it trained."""
+    optuna = optuna_module()
+    folder = Path(folder)
+    spec = settle(None, folder)
+    url = storage_url(folder, storage)
+    study = open_study(spec, url, worker)
+    curves = open_study(spec, url, worker, curves=True) if len(spec.objectives) > 1 else None
+    spaces = Spaces(spec)
+    base = trial_config(spec, folder, _first_files(folder), threads)
+    size = spaces.size
+    trained = skipped = 0
+    while skipped < MAX_SKIPPED:
+        with _Gate(folder / ".gate") as gate:
+            fail_dead(study)
+            n, done = counted(study)
+            waiting = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))
+            if len(done) >= size and not waiting:
+                print(f"worker {worker}: every program of the space is trained", flush=True)
+                break
+            if (budget.trials and n >= budget.trials and not waiting) or (
+                budget.deadline and time.time() >= budget.deadline
+            ):
+                break
+            objective = _Objective(spec, folder, spaces, base, gate, curves, threads)
+            study.optimize(objective, n_trials=1, catch=(Exception,))  # logged, the trial FAIL
+        if objective.trained:
+            trained, skipped = trained + 1, 0
+        else:
+            skipped += 1
+    return trained
+
+
+class _Invalid(SearchError):
+    """A program that does not check at the search's sizes (the trial fails fast)."""
+
+
+class _Objective:
+    """One trial: the program the sampler picks, trained unless it was before."""
+
+    def __init__(self, spec, folder, spaces, base, gate, curves, threads):
+        self.spec, self.folder, self.spaces, self.base = spec, folder, spaces, base
+        self.gate, self.curves, self.threads = gate, curves, threads
+        self.trained = False
+
+    def __call__(self, trial: Any) -> Any:
+        optuna = optuna_module()
+        trial.set_user_attr("host", socket.gethostname())  # before the others look at it
+        trial.set_user_attr("pid", os.getpid())
+        self.gate.release()  # the trial is in the storage: the others count it
+        program = self.spaces.suggest(trial)
+        for key, value in (
+            ("program", program.key),
+            ("enc", program.encoder),
+            ("dec", program.decoder),
+        ):
+            trial.set_user_attr(key, value)
+        before = self._before(trial, program)
+        if before is not None:
+            return before
+        problem = check_program(program, self.base)
+        if problem is not None:
+            trial.set_user_attr("skipped", "invalid")
+            trial.set_user_attr("invalid", problem)
+            raise _Invalid(problem)
+        mirror = self.curves.ask() if self.curves is not None else None
+        report = _reporter(trial if mirror is None else mirror)
+        try:
+            outcome = train_program(
+                self.spec, self.folder, program, trial.number, report, self.threads
+            )
+        except Busy:
+            trial.set_user_attr("skipped", "busy")
+            raise
+        except BaseException:
+            if mirror is not None:
+                self.curves.tell(mirror, state=optuna.trial.TrialState.FAIL)
+            raise
+        self.trained = True
+        trial.set_user_attr("curve", outcome.curve)
+        trial.set_user_attr("steps", outcome.steps)
+        if outcome.pruned or outcome.bleu is None:
+            if mirror is not None:
+                self.curves.tell(mirror, state=optuna.trial.TrialState.PRUNED)
+            raise optuna.TrialPruned()
+        if mirror is not None:
+            self.curves.tell(mirror, outcome.bleu)
+        trial.set_user_attr("costs", outcome.costs)
+        values = {"bleu": outcome.bleu, **outcome.costs}
+        return [values[o] for o in self.spec.objectives]
+
+    def _before(self, trial: Any, program: Program) -> Any:
+        """The values of a program trained before (this trial repeats them, training
+        nothing), or None."""
+        optuna = optuna_module()
+        for t in trial.study.get_trials(deepcopy=False):
+            if t.number == trial.number or t.user_attrs.get("program") != program.key:
+                continue
+            if "skipped" in t.user_attrs:
+                continue
+            if t.state == optuna.trial.TrialState.COMPLETE:
+                trial.set_user_attr("skipped", f"the program of trial {t.number}")
+                return t.values if len(t.values) > 1 else t.values[0]
+            if t.state == optuna.trial.TrialState.PRUNED:
+                trial.set_user_attr("skipped", f"the program of trial {t.number}")
+                raise optuna.TrialPruned()
+        return None
+
+
+def _reporter(trial: Any):
+    def report(step: int, bleu: float) -> bool:
+        trial.report(bleu, step)
+        return bool(trial.should_prune())
+
+    return report
+
+
+def _first_files(folder: Path) -> tuple[Path, Path]:
+    return folder / "baseline" / "first.enc.adl", folder / "baseline" / "first.dec.adl"
+
+
+def run(
+    spec: Spec | None,
+    folder: str | Path,
+    *,
+    trials: int = 0,
+    hours: float = 0.0,
+    workers: int = 1,
+    executor: str = "local",
+    slurm: dict[str, Any] | None = None,
+    storage: str | None = None,
+    threads: int = 0,
+) -> dict[str, Any]:
+    """Search: ``workers`` workers (local processes, or Slurm jobs through submitit) share
+    the study until ``trials`` trials have trained or ``hours`` have passed (or every
+    program is trained). ``spec`` None continues the folder's search. Returns the study's
+    counts."""
+    if not trials and not hours:
+        raise SearchError("give a budget: --trials N or --hours H")
+    if workers < 1:
+        raise SearchError("--workers must be at least 1")
+    optuna_module()
+    folder = Path(folder)
+    spec = settle(spec, folder)
+    spaces = Spaces(spec)
+    first = spaces.first()
+    for path, text in zip(_first_files(folder), (first.encoder, first.decoder)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    open_study(spec, storage_url(folder, storage))  # created before the workers race to
+    budget = Budget(trials, time.time() + 3600 * hours if hours else 0.0)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    threads = threads or max(1, cpus // workers)
+    args = [(str(folder), i, budget, storage, threads) for i in range(workers)]
+    if executor == "local":
+        context = multiprocessing.get_context("spawn")
+        others = [context.Process(target=work, args=a) for a in args[1:]]
+        for p in others:
+            p.start()
+        try:
+            work(*args[0])
+        finally:
+            for p in others:
+                p.join()
+    else:
+        _submitit(folder, executor, slurm or {}, args)
+    study = open_study(spec, storage_url(folder, storage))
+    n, done = counted(study)
+    return {"trials": n, "programs": len(done), "size": spaces.size}
+
+
+def _submitit(folder: Path, executor: str, options: dict[str, Any], args: list[tuple]) -> None:
+    """The workers as submitit jobs (Slurm, or submitit's local executor), with the sweep
+    engine's reading of the options (adl.runtime.sweep.engines)."""
+    import submitit
+
+    from adl.runtime.sweep.engines import submitit_parameters
+
+    cluster = "slurm" if executor == "slurm" else "local"
+    pool = submitit.AutoExecutor(folder=folder / "submitit", cluster=cluster)
+    pool.update_parameters(**submitit_parameters(options, cluster))
+    jobs = [pool.submit(work, *a) for a in args]
+    for job in jobs:
+        job.result()

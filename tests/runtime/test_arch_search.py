@@ -1,0 +1,213 @@
+"""adl search (adl/runtime/search/): the pair of spaces as Optuna parameters, the search
+folder's spec, the message without Optuna, the confirmation's sweep spec; and end to end on
+the toy task: two workers on one storage, a kill -9 and a restart that continue the study
+with no finished trial repeated, the report's best program checked by adl compile."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, run_cli
+
+from adl.runtime.search.confirm import write_spec
+from adl.runtime.search.programs import Spaces
+from adl.runtime.search.spec import SearchError, Spec, settle
+
+sys.path.insert(0, str(ROOT / "bench"))
+from toy_task import write_reverse_pairs  # noqa: E402
+
+optuna = pytest.importorskip("optuna")
+
+ENC = "pos -> repeat({1..2}, res_nd({mh_dot_self_att | rnn}) -> res_nd(ffl)) -> norm\n"
+DEC = "pos -> res_nd({mh_dot_self_att | cnn}) -> res_nd(mh_dot_src_att) -> res_nd(ffl) -> norm\n"
+
+
+def toy(tmp_path: Path) -> list[str]:
+    """The spaces and data of the toy search; the command's arguments."""
+    write_reverse_pairs(tmp_path / "data", {"train": 300, "valid": 30, "test": 30}, lengths=(3, 6))
+    (tmp_path / "enc.space.adl").write_text(ENC)
+    (tmp_path / "dec.space.adl").write_text(DEC)
+    return [
+        str(tmp_path / "enc.space.adl"),
+        str(tmp_path / "dec.space.adl"),
+        *("--train", str(tmp_path / "data" / "train"), "--valid", str(tmp_path / "data" / "valid")),
+        *("--langs", "src", "tgt", "--preset", "tiny", "--steps", "30", "--valid-every", "10"),
+        *("--set", "train.log_every=10", "--set", "train.valid_bleu_sentences=30"),
+    ]
+
+
+def spec(**settings) -> Spec:
+    return Spec(ENC, DEC, train=["t.src", "t.tgt"], valid=["v.src", "v.tgt"], **settings)
+
+
+def test_the_spaces_are_optuna_parameters_asked_only_where_reached():
+    spaces = Spaces(spec())
+    assert spaces.size == 8
+    study = optuna.create_study()
+    trial = study.ask()
+    program = spaces.suggest(trial)
+    assert set(trial.params) == {"enc 1:15", "enc 1:30", "dec 1:15"}
+    assert trial.params["enc 1:15"] in (1, 2)  # a range: an integer parameter
+    assert program.encoder.startswith(f"pos -> repeat({trial.params['enc 1:15']}, res_nd(")
+    fixed = study.ask(fixed_distributions=trial.distributions)
+    study.enqueue_trial(trial.params)
+    again = spaces.suggest(study.ask())
+    assert again.key == program.key and fixed is not None
+    assert (
+        spaces.first().encoder
+        == "pos -> repeat(1, res_nd(mh_dot_self_att) -> res_nd(ffl)) -> norm\n"
+    )
+
+
+def test_a_search_folder_refuses_other_settings(tmp_path):
+    settle(spec(), tmp_path)
+    assert settle(spec(), tmp_path) == spec()
+    with pytest.raises(SearchError, match=r"other settings \(decoder, steps\)"):
+        settle(
+            Spec(
+                ENC, DEC + "# other\n", train=["t.src", "t.tgt"], valid=["v.src", "v.tgt"], steps=5
+            ),
+            tmp_path,
+        )
+    with pytest.raises(SearchError, match="unknown objective 'speedy'"):
+        spec(objectives=["bleu", "speedy"]).checked()
+
+
+def test_without_optuna_adl_search_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "optuna", None)  # import optuna raises ImportError
+    args = toy(tmp_path)
+    code, _, err = run_cli("search", *args, "--trials", "1", "--out", str(tmp_path / "s"))
+    assert code == 1
+    assert "adl search needs Optuna: pip install 'adl[search]'" in err
+
+
+def test_the_confirmation_is_a_sweep_spec_of_the_top_programs(tmp_path):
+    s = Spec(
+        ENC,
+        DEC,
+        train=[f"{tmp_path}/d/train.src", f"{tmp_path}/d/train.tgt"],
+        valid=[f"{tmp_path}/d/valid.src", f"{tmp_path}/d/valid.tgt"],
+        sets=["optim.lr=1e-3", "train.max_steps=9"],
+    )
+    path = write_spec(
+        tmp_path,
+        s,
+        [("T3", "pos -> ffl\n", "pos -> res_nd(mh_dot_src_att)\n")],
+        ("pos\n", "pos -> mh_dot_src_att\n"),
+        "/x/test",
+        3,
+        40,
+    )
+    import yaml
+
+    doc = yaml.safe_load(path.read_text())
+    assert doc["data"] == {
+        "train": f"{tmp_path}/d/train",
+        "valid": f"{tmp_path}/d/valid",
+        "test": "/x/test",
+        "langs": ["src", "tgt"],
+    }
+    assert doc["settings"] == {"optim.lr": 0.001} and doc["budget"] == {"steps": 40}
+    assert [x["name"] for x in doc["systems"]] == ["BASELINE", "T3"] and doc["seeds"] == 3
+    assert (path.parent / "T3.enc.adl").read_text() == "pos -> ffl\n"
+
+
+def _trials(folder: Path) -> list:
+    if not (folder / "study.db").is_file():
+        return []
+    try:
+        study = optuna.load_study(study_name="search", storage=f"sqlite:///{folder / 'study.db'}")
+        return study.get_trials(deepcopy=False)
+    except Exception:  # the study is being created
+        return []
+
+
+def _starts(folder: Path) -> dict[str, list[dict]]:
+    return {
+        p.parent.name: [json.loads(line) for line in p.read_text().splitlines()]
+        for p in (folder / "programs").glob("*/starts.jsonl")
+    }
+
+
+@pytest.mark.slow
+def test_two_workers_a_kill_and_a_restart_train_no_finished_trial_twice(tmp_path):
+    out = tmp_path / "s"
+    command = [sys.executable, "-m", "adl", "search", *toy(tmp_path), "--out", str(out)]
+    command += ["--trials", "5", "--workers", "2", "--threads", "1"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    log = open(tmp_path / "first.log", "w")
+    first = subprocess.Popen(
+        command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
+    done_before: set[str] = set()
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and first.poll() is None:
+            trials = _trials(out)
+            finished = [
+                t
+                for t in trials
+                if t.state.is_finished()
+                and "skipped" not in t.user_attrs
+                and t.state != optuna.trial.TrialState.FAIL
+            ]
+            running = [
+                t
+                for t in trials
+                if t.state == optuna.trial.TrialState.RUNNING and "program" in t.user_attrs
+            ]
+            if finished and running:
+                break
+            time.sleep(1)
+        done_before = {t.user_attrs["program"] for t in finished}
+        assert done_before and running, (tmp_path / "first.log").read_text()[-3000:]
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # the search and its workers, mid-trial
+        first.wait()
+    starts_before = _starts(out)
+    second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    trials = _trials(out)
+    states = optuna.trial.TrialState
+    trained = [
+        t
+        for t in trials
+        if t.state in (states.COMPLETE, states.PRUNED) and "skipped" not in t.user_attrs
+    ]
+    keys = [t.user_attrs["program"] for t in trained]
+    assert len(trained) == 5 and len(set(keys)) == 5  # no program trained in two trials
+    assert {t.user_attrs["pid"] for t in trials} >= {first.pid}  # the first worker's trials
+    assert len({t.user_attrs["pid"] for t in trials if "pid" in t.user_attrs}) >= 3  # 2 + restart
+    starts = _starts(out)
+    for key in done_before:  # a trial finished before the kill is not trained again
+        assert starts[key] == starts_before[key]
+    killed = [t for t in trials if t.state == states.FAIL and "skipped" not in t.user_attrs]
+    assert killed  # the trials under way at the kill, failed and retried
+    for t in killed:
+        retry = [r for r in trained if r.system_attrs.get("failed_trial") == t.number]
+        assert retry and retry[0].user_attrs["program"] == t.user_attrs["program"]
+        resumed = starts[t.user_attrs["program"]][-1]
+        assert resumed["trial"] == retry[0].number
+    found = subprocess.run(
+        [sys.executable, "-m", "adl", "search", "report", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert found.returncode == 0, found.stderr
+    best = json.loads((out / "report.json").read_text())["best"][0]
+    assert f"| 1 | {best['trial']} | `{best['program']}` |" in found.stdout
+    (tmp_path / "best.enc.adl").write_text(best["encoder"])
+    (tmp_path / "best.dec.adl").write_text(best["decoder"])
+    assert best["encoder"] in found.stdout and (out / "report.png").is_file()
+    code, text, err = run_cli(
+        "compile", "--check", str(tmp_path / "best.enc.adl"), str(tmp_path / "best.dec.adl")
+    )
+    assert code == 0 and text.count(": ok (") == 2, err
