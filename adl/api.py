@@ -136,14 +136,8 @@ def check_space(
     source: TextOrPath | Source,
     role: str | None = None,
     *,
-    d_model: int = Hyper.d_model,
-    heads: int = Hyper.heads,
-    dropout: float = Hyper.dropout,
-    vars: Mapping[str, Any] | None = None,
-    source_d: int | None = None,
-    name: str | None = None,
-    max_memory: int | None = None,
     limit: int = MEMBERS_CHECKED,
+    **options: Any,
 ) -> CheckedSpace:
     """Check a space of programs (a text with choices, ``{a | b}``, ``{2..6}``) as
     :func:`check` checks a program: its size, counted exactly, and every member's sizes and
@@ -151,10 +145,13 @@ def check_space(
     every option, then a random sample). Raises :class:`ADLError` for a space with an
     option no member can take, or no valid member; members that fail only with some
     other picks are excluded (``CheckedSpace.excluded``). A text without a choice is a
-    space of one program. See :mod:`adl.analysis.space`."""
-    src = _named(source, name)
-    h = check_hyper(d_model, heads, dropout, vars)
-    return check_space_tree(_parse(src, source), src, role, h, source_d, max_memory, limit)
+    space of one program. ``options`` are :func:`check`'s (``d_model``, ``heads``,
+    ``dropout``, ``vars``, ``source_d``, ``name``, ``max_memory``). See
+    :mod:`adl.analysis.space`."""
+    src = _named(source, options.pop("name", None))
+    checks = {k: options.pop(k, None) for k in ("source_d", "max_memory")}
+    h = check_hyper(**options)
+    return check_space_tree(_parse(src, source), src, role, h, limit=limit, **checks)
 
 
 def _named(source: TextOrPath | Source, name: str | None) -> Source:

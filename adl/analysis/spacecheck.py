@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import ADLError, Diagnostic, Note
 from ..registry import Hyper
@@ -96,13 +97,14 @@ def check_space(
     source: Source,
     role: str | None = None,
     hyper: Hyper = Hyper(),
-    source_d: int | None = None,
-    max_memory: int | None = None,
+    *,
     limit: int = MEMBERS_CHECKED,
     seed: int = 0,
+    **checks: Any,
 ) -> CheckedSpace:
     """Check the members of a space (see the module's text); raises :class:`ADLError`
-    for a space that is refused."""
+    for a space that is refused. ``checks``: :func:`check_tree`'s ``source_d`` and
+    ``max_memory``, for every member."""
     given = dict(hyper.vars)
     try:
         size = count(tree, given)
@@ -121,7 +123,7 @@ def check_space(
     for picks in todo:
         member = picked(tree, picks, given)
         try:
-            results.append((picks, check_tree(member, source, role, hyper, source_d, max_memory)))
+            results.append((picks, check_tree(member, source, role, hyper, **checks)))
         except ADLError as exc:
             results.append((picks, exc))
     return _verdict(tree, source, size, results, given)

@@ -25,54 +25,57 @@ from .sweep import _slurm as slurm_options  # the sweep's reading of --slurm KEY
 HELP = "search spaces of architectures with Optuna (pip install 'adl[search]')"
 
 
+# The options, one a line: FLAG METAVAR [TYPE DEFAULT] | help
+OPTIONS = """
+--out DIR | the search folder (default runs/search/NAME)
+--train PREFIX | training data PREFIX.SRC, PREFIX.TGT
+--valid PREFIX | validation data (BLEU during training)
+--test PREFIX | confirm: the test data
+--preset NAME|FILE str demo | run preset (demo)
+--steps N int 0 | updates a trial at most (default: the preset's)
+--valid-every N int 0 | updates between validations, the pruner's rungs
+--trials N int 0 | trials that train, in the whole study
+--hours H float 0 | no trial starts after this many hours of this command
+--workers N int 1 | workers at once (1)
+--threads N int 0 | CPU threads of a worker (default: the CPUs / workers)
+--storage URL | an Optuna storage URL (default FOLDER/study.db)
+--study NAME str search | the study's name
+--seed N int 1 | the trials' training seed
+--top N int 0 | report/confirm: how many programs
+--seeds N int 3 | confirm: seeds a program
+--jobs N int 1 | confirm: runs at once
+"""
+WORDS = "ENC DEC | report FOLDER | confirm FOLDER"
+WORDS_HELP = (
+    "the encoder and decoder spaces (.adl files with choices); 'report FOLDER': the best "
+    "programs and a picture; 'confirm FOLDER': retrain the best with seeds (adl sweep)"
+)
+KINDS = {"int": int, "float": float, "str": str}
+
+
 def arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of ``adl search``."""
-    p.add_argument(
-        "words",
-        nargs="+",
-        metavar="ENC DEC | report FOLDER | confirm FOLDER",
-        help="the encoder and decoder spaces (.adl files with choices); 'report FOLDER': the "
-        "best programs and a picture; 'confirm FOLDER': retrain the best with seeds (adl sweep)",
-    )
-    p.add_argument("--out", metavar="DIR", help="the search folder (default runs/search/NAME)")
-    p.add_argument("--train", metavar="PREFIX", help="training data PREFIX.SRC, PREFIX.TGT")
-    p.add_argument("--valid", metavar="PREFIX", help="validation data (BLEU during training)")
-    p.add_argument("--test", metavar="PREFIX", help="confirm: the test data")
+    p.add_argument("words", nargs="+", metavar=WORDS, help=WORDS_HELP)
+    for line in OPTIONS.strip().splitlines():
+        head, _, text = line.partition(" | ")
+        flag, metavar, *typed = head.split()
+        kind = KINDS[typed[0]] if typed else str
+        default = kind(typed[1]) if typed else None
+        p.add_argument(flag, type=kind, default=default, metavar=metavar, help=text)
     p.add_argument("--langs", nargs=2, metavar=("SRC", "TGT"), help="the data's suffixes")
-    p.add_argument("--preset", default="demo", metavar="NAME|FILE", help="run preset (demo)")
-    add_set_option(p, "a run setting of every trial (repeatable), e.g. --set optim.lr=1e-3")
-    p.add_argument(
-        "--objective",
-        action="append",
-        metavar="NAME",
-        help="bleu (default), and optionally one cost for a Pareto front: params, speed "
-        "(greedy decoding, against the space's first program), memory (training peak)",
-    )
-    p.add_argument("--steps", type=int, default=0, metavar="N", help="updates a trial at most")
-    p.add_argument(
-        "--valid-every", type=int, default=0, metavar="N", help="updates between validations"
-    )
-    p.add_argument(
-        "--pruner", choices=("halving", "hyperband", "none"), default="halving", help="(halving)"
-    )
-    p.add_argument("--trials", type=int, default=0, metavar="N", help="trials that train")
-    p.add_argument("--hours", type=float, default=0.0, metavar="H", help="stop starting trials")
-    p.add_argument("--workers", type=int, default=1, metavar="N", help="workers at once (1)")
-    p.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads a worker")
+    p.add_argument("--baseline", nargs=2, metavar=("ENC", "DEC"), help="confirm: its baseline")
+    p.add_argument("--check", action="store_true", help="confirm: write and check only")
     p.add_argument("--executor", choices=ENGINES, default="local", help="where workers run")
     p.add_argument("--slurm", action="append", default=[], metavar="KEY=VALUE", help="submitit")
-    p.add_argument(
-        "--storage", metavar="URL", help="an Optuna storage URL (default: FOLDER/study.db)"
-    )
-    p.add_argument("--study", default="search", metavar="NAME", help="the study's name")
-    p.add_argument("--seed", type=int, default=1, metavar="N", help="the trials' training seed")
-    p.add_argument("--top", type=int, default=0, metavar="N", help="report/confirm: how many")
-    p.add_argument("--seeds", type=int, default=3, metavar="N", help="confirm: seeds a program")
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="confirm: runs at once")
-    p.add_argument(
-        "--baseline", nargs=2, metavar=("ENC", "DEC"), help="confirm: the baseline's files"
-    )
-    p.add_argument("--check", action="store_true", help="confirm: write and check, train nothing")
+    p.add_argument("--pruner", choices=("halving", "hyperband", "none"), default="halving")
+    p.add_argument("--objective", action="append", metavar="NAME", help=OBJECTIVE_HELP)
+    add_set_option(p, "a run setting of every trial (repeatable), e.g. --set optim.lr=1e-3")
+
+
+OBJECTIVE_HELP = (
+    "bleu (default), and optionally one cost for a Pareto front: params, speed (greedy "
+    "decoding, against the space's first program), memory (training peak)"
+)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,34 +110,18 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give the encoder and the decoder spaces: adl search ENC DEC")
     if not (args.train and args.valid and args.langs):
         raise UsageError("a search trains: give --train PREFIX --valid PREFIX --langs SRC TGT")
-    spec = search.Spec.of(
-        words[0],
-        words[1],
-        train=[f"{args.train}.{lang}" for lang in args.langs],
-        valid=[f"{args.valid}.{lang}" for lang in args.langs],
-        preset=args.preset,
-        sets=list(args.sets),
-        objectives=args.objective or ["bleu"],
-        steps=args.steps,
-        valid_every=args.valid_every,
-        pruner=args.pruner,
-        seed=args.seed,
-        study=args.study,
-    )
+    settings = {"preset": args.preset, "sets": list(args.sets), "pruner": args.pruner}
+    settings |= {"steps": args.steps, "valid_every": args.valid_every, "seed": args.seed}
+    settings |= {"objectives": args.objective or ["bleu"], "study": args.study}
+    data = {
+        s: [f"{prefix}.{lang}" for lang in args.langs]
+        for s, prefix in (("train", args.train), ("valid", args.valid))
+    }
+    spec = search.Spec.of(words[0], words[1], **data, **settings)
     out = Path(args.out) if args.out else Path("runs") / "search" / args.study
-    done = search.run(
-        spec,
-        out,
-        trials=args.trials,
-        hours=args.hours,
-        workers=args.workers,
-        executor=args.executor,
-        slurm=slurm_options(args.slurm),
-        storage=args.storage,
-        threads=args.threads,
-    )
-    print(
-        f"{out}: {done['trials']} trials trained, {done['programs']} programs of "
-        f"{done['size']:,} finished; adl search report {out}"
-    )
+    budget = {"trials": args.trials, "hours": args.hours, "workers": args.workers}
+    where = {"executor": args.executor, "storage": args.storage, "threads": args.threads}
+    done = search.run(spec, out, **budget, **where, slurm=slurm_options(args.slurm))
+    trained, finished, size = done["trials"], done["programs"], done["size"]
+    print(f"{out}: {trained} trials trained, {finished} of {size:,} programs finished")
     return 0

@@ -20,21 +20,16 @@ from adl.runtime.search.study import open_study, storage_url
 from adl.runtime.search.trial import trial_config
 
 ARCHITECTURES = Path(__file__).resolve().parents[3] / "architectures"  # the source tree's
-PAPERS = {  # label -> (encoder, decoder) under architectures/
-    "Transformer": ("transformer.enc.adl", "transformer.dec.adl"),
-    "HC-SA (You 2020)": ("you2020/hc_sa.enc.adl", "you2020/hc_sa.dec.adl"),
-    "HC-ALL (You 2020)": ("you2020/hc_sa.enc.adl", "you2020/hc_all.dec.adl"),
-    "hard dec (Xu 2020)": ("xu2020/base.enc.adl", "xu2020/hard_dec_self_cross.dec.adl"),
-    "8F (Raganato 2020)": ("raganato2020/8f.enc.adl", "transformer.dec.adl"),
-    "RNN dec (Domhan 2018)": (
-        "domhan2018/table5_self_att.enc.adl",
-        "domhan2018/table5_rnn.dec.adl",
-    ),
-    "CNN dec (Domhan 2018)": (
-        "domhan2018/table5_self_att.enc.adl",
-        "domhan2018/table5_cnn.dec.adl",
-    ),
-}
+# The papers' architectures marked in the picture: label | encoder | decoder (architectures/)
+PAPERS = """
+Transformer | transformer.enc.adl | transformer.dec.adl
+HC-SA (You 2020) | you2020/hc_sa.enc.adl | you2020/hc_sa.dec.adl
+HC-ALL (You 2020) | you2020/hc_sa.enc.adl | you2020/hc_all.dec.adl
+hard dec (Xu 2020) | xu2020/base.enc.adl | xu2020/hard_dec_self_cross.dec.adl
+8F (Raganato 2020) | raganato2020/8f.enc.adl | transformer.dec.adl
+RNN dec (Domhan 2018) | domhan2018/table5_self_att.enc.adl | domhan2018/table5_rnn.dec.adl
+CNN dec (Domhan 2018) | domhan2018/table5_self_att.enc.adl | domhan2018/table5_cnn.dec.adl
+"""
 
 
 @dataclass
@@ -106,7 +101,8 @@ def _first(folder: Path) -> tuple[Path, Path]:
 def _papers(config: Any) -> dict[str, str]:
     """The papers' architectures at the search's sizes: structure key -> label."""
     found: dict[str, str] = {}
-    for label, (enc, dec) in PAPERS.items():
+    for line in PAPERS.strip().splitlines():
+        label, enc, dec = (part.strip() for part in line.split("|"))
         paths = ARCHITECTURES / enc, ARCHITECTURES / dec
         if all(p.is_file() for p in paths):
             texts = [p.read_text(encoding="utf-8") for p in paths]
