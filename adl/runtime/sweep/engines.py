@@ -70,7 +70,7 @@ def run_local(jobs: Sequence[Job], workers: int, gpus: int, done: Done) -> None:
             manager.shutdown()
 
 
-PRELOAD = ["adl.runtime.sweep.job", "adl.runtime.training.train", "adl.runtime.decode.inference"]
+PRELOAD = ["adl.runtime.sweep.job", "adl.runtime.training.train", "adl.runtime.decode.bleu"]
 
 
 def _context() -> multiprocessing.context.BaseContext:

@@ -223,7 +223,7 @@ def _decode(job: Job, decoding: DecodeJob, config, device, threads: int) -> None
     """Translate the test set with the run's model for ``decoding.system``; write its
     test.hyp and result.json (last: its presence says the decoding is done)."""
     from adl.runtime.data.lines import read_lines
-    from adl.runtime.decode.inference import score
+    from adl.runtime.decode.bleu import score
     from adl.runtime.decode.translator import Translator
     from adl.runtime.model.checkpoint import load_for_inference
     from adl.runtime.sweep.measure import Peak

@@ -169,7 +169,7 @@ def system_config(spec: Spec, system: SystemSpec, data: DataFiles) -> Config:
 def make_plan(spec: Spec, out: Path, data: DataFiles, problems: list[Problem]) -> Plan:
     """The runs of ``spec``; each problem (a setting that does not fit, a file that does not
     check) goes into ``problems``."""
-    from adl.runtime.model.build import check_model
+    from adl.runtime.model.build import check_model_files
 
     configs: dict[str, Config] = {}
     for system in spec.systems:
@@ -178,7 +178,7 @@ def make_plan(spec: Spec, out: Path, data: DataFiles, problems: list[Problem]) -
         try:
             config = system_config(spec, system, data)
             config.validate()
-            check_model(config.model)
+            check_model_files(config.model)
         except adl.errors.ADLError as exc:
             problems.append(
                 Problem(
