@@ -82,6 +82,17 @@ class TrainStats:
         return cls(int(d["updates"]), int(d["tokens"]), float(d["seconds"]), points)
 
 
+@dataclass
+class Own:
+    """A peer's own practice for choosing its tested model, beside the common rule
+    (``selection.py``): the steps that make the model (none: a file the training wrote)."""
+
+    name: str  # the column's key: sockeye-average, fairseq-last5, fairseq-best
+    label: str  # what the tables say
+    model: str  # what ``translate`` is given
+    steps: list[Step] = field(default_factory=list)
+
+
 class System:
     """A toolkit's commands for the recipe. ``out`` is the run's folder; a model to translate
     is named by a checkpoint's name or an average's file name."""
@@ -119,6 +130,10 @@ class System:
     def checkpoint_path(self, name: str) -> Path:
         """The file of a checkpoint or an average the system made."""
         raise NotImplementedError
+
+    def own_practice(self, stats: TrainStats) -> list[Own]:
+        """The toolkit's own ways of choosing the tested model (ADL's is the common rule)."""
+        return []
 
     def hypotheses(self, output: Path, split: str) -> list[str | None]:
         """The translations ``translate`` wrote, detokenised, in order (None: left out)."""

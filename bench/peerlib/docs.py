@@ -8,8 +8,10 @@ intervals), so that no verdict word is written by hand::
     ...the table...
     <!-- end of peers pairs -->
 
-and the verdicts of several corpora in one table (``<!-- peers summary FOLDER FOLDER ... -->``
-... ``<!-- end of peers summary -->``).
+the verdicts of several corpora in one table (``<!-- peers summary FOLDER FOLDER ... -->``
+... ``<!-- end of peers summary -->``), and the history of test-set scorings from the ledger
+(``<!-- peers ledger docs/results/peers/ledger.jsonl -->`` ... ``<!-- end of peers ledger
+-->``, ``ledger.history_markdown``).
 
 ``python bench/peers.py --update-doc docs/performance.md`` rewrites them; a test checks that
 they are up to date.
@@ -22,10 +24,11 @@ import re
 from pathlib import Path
 
 from . import table
+from .ledger import Ledger, history_markdown
 from .stats import pair_of
 
 BLOCK = re.compile(
-    r"(<!-- peers (?P<kind>pairs|summary) (?P<folders>[^>]+?) -->\n)(?P<body>.*?)"
+    r"(<!-- peers (?P<kind>pairs|summary|ledger) (?P<folders>[^>]+?) -->\n)(?P<body>.*?)"
     r"(<!-- end of peers (?P=kind) -->)",
     re.S,
 )
@@ -49,7 +52,7 @@ def summary_markdown(folders: list[Path]) -> str:
         for p in map(pair_of, record.get("pairs", [])):
             if p.peer not in peers:
                 peers.append(p.peer)
-            search = table.search_name(p.beam)
+            search = table.search_name(p.beam) + (f" ({p.selection})" if p.selection else "")
             for metric, word in (("BLEU", p.bleu_verdict), ("chrF", p.chrf_verdict)):
                 found.setdefault(p.peer, {}).setdefault(word, []).append(f"{search} {metric}")
         rows.append((folder.name, found))
@@ -72,7 +75,12 @@ def update_doc(path: Path, root: Path, write: bool = True) -> list[str]:
 
     def fill(m: re.Match[str]) -> str:
         folders = [root / f for f in m["folders"].split()]
-        body = pairs_markdown(folders[0]) if m["kind"] == "pairs" else summary_markdown(folders)
+        if m["kind"] == "ledger":
+            body = history_markdown(Ledger(folders[0], root).lines())
+        elif m["kind"] == "pairs":
+            body = pairs_markdown(folders[0])
+        else:
+            body = summary_markdown(folders)
         if body != m["body"]:
             changed.append(m["folders"])
         return m.group(1) + body + m.group(5)

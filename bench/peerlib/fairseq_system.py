@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import LAUNCH, Step, System, read_lines
+from .base import LAUNCH, Own, Step, System, TrainStats, read_lines
 
 SUBSET = {"valid": "valid", "sample": "valid1", "test": "test"}  # fairseq-preprocess' names
 
@@ -144,6 +144,21 @@ class Fairseq(System):
         argv = [self.python, str(LAUNCH / "fairseq_average.py"), "--inputs"]
         argv += [str(self.checkpoints / m) for m in models]
         return Step(f"average-{len(models)}", argv + ["--output", str(self.checkpoints / output)])
+
+    def own_practice(self, stats: TrainStats) -> list[Own]:
+        """fairseq's own practice: the average of the last 5 checkpoints (scaling_nmt.md:
+        ``average_checkpoints.py --num-update-checkpoints 5``, the update checkpoints it
+        saved, here by their recorded order), and ``checkpoint_best.pt``, the checkpoint of
+        lowest validation loss, which fairseq-train keeps by default (configs.py
+        --best-checkpoint-metric loss)."""
+        last = [c.name for c in stats.checkpoints[-5:]]
+        name = f"own-last{len(last)}.pt"
+        step = self.average(last, name)
+        step.name = "own-fairseq-average"
+        return [
+            Own("fairseq-last5", "average of the last 5 checkpoints", name, [step]),
+            Own("fairseq-best", "checkpoint_best.pt (validation loss)", "checkpoint_best.pt"),
+        ]
 
     def hypotheses(self, output: Path, split: str) -> list[str | None]:
         found: dict[int, str] = {}

@@ -4,7 +4,8 @@ A benchmark's folder (``--out``, under ``runs/``, which git ignores) holds every
 checkpoints and logs; a machine that is handed back loses them. With ``--results DIR``
 each job, when it finishes, copies the few small files that make it finished into
 ``DIR`` at the same place below it as below ``--out``: its ``result.json`` and its test
-translations (``test.beamK.txt``, what the report's paired test reads). ``DIR`` also gets
+translations (``test.beamK.txt``, and ``test.OWN.beamK.txt`` of a peer's own practice:
+what the report's paired test reads). ``DIR`` also gets
 the benchmark's settings (``benchmark.json``), checked like ``--out``'s. Started again on
 another machine with the same options, the benchmark copies the kept files of every job
 back into ``--out`` before it runs anything, so those jobs are finished there and only the
@@ -23,7 +24,7 @@ from pathlib import Path
 from .runs import RESULT, Job
 
 # the files of a finished job that the report needs (the rest: checkpoints, logs)
-PATTERNS = (RESULT, "test.beam*.txt")
+PATTERNS = (RESULT, "test.beam*.txt", "test.*.beam*.txt")
 
 
 class Kept:

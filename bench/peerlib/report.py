@@ -4,7 +4,10 @@ each peer (``stats.py``), the tables (``table.py``), the curves (``curves.py``),
 
 ADL trains in every round beside its peers; when the rounds hold different peers, ADL's
 runs of each round are a system of their own (``adl@sockeye``: ADL's runs beside Sockeye)
-and each peer is compared with the ADL runs it trained beside.
+and each peer is compared with the ADL runs it trained beside. A peer's own practice
+(``runs.own_practice``: its own averaging, its own best checkpoint) is a system of its own
+too (``sockeye:sockeye-average``), compared with the same ADL runs (ADL's model chosen by
+the common rule, which is ADL's own practice).
 """
 
 from __future__ import annotations
@@ -41,20 +44,36 @@ def labels(results: list[dict]) -> dict[str, str]:
             found[key] = f"ADL (beside {', '.join(peers)})"
         else:
             found[key] = r["label"]
+        for name, own in r.get("own", {}).items():
+            found[f"{key}:{name}"] = f"{r['label']}, {own['label']}"
     return found
 
 
+def scored(r: dict) -> list[tuple[str, dict]]:
+    """(key, scores by beam) of a finished run: its common rule's model, then each of its
+    own practices (``KEY:NAME``)."""
+    own = [(f"{r['key']}:{name}", o["scores"]) for name, o in r.get("own", {}).items()]
+    return [(r["key"], r["scores"]), *own]
+
+
 def spreads(results: list[dict], beams: list[int]) -> dict[str, dict[str, Spread]]:
-    """key -> {"bleu-K": Spread, "chrf-K": Spread} over the key's finished runs."""
+    """key -> {"bleu-K": Spread, "chrf-K": Spread, and for a run's common key its
+    "updates", "tokens" and "tokens-per-update"} over the key's finished runs."""
     values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
         if r.get("failed"):
             continue
-        for k in beams:
-            s = r["scores"].get(str(k))
-            if s:
-                values[r["key"]][f"bleu-{k}"].append(s["bleu"])
-                values[r["key"]][f"chrf-{k}"].append(s["chrf"])
+        if r.get("updates"):
+            found = values[r["key"]]
+            found["updates"].append(r["updates"])
+            found["tokens"].append(r["tokens"])
+            found["tokens-per-update"].append(r["tokens"] / r["updates"])
+        for key, scores in scored(r):
+            for k in beams:
+                s = scores.get(str(k))
+                if s:
+                    values[key][f"bleu-{k}"].append(s["bleu"])
+                    values[key][f"chrf-{k}"].append(s["chrf"])
     return {key: {m: stats.spread(v) for m, v in found.items()} for key, found in values.items()}
 
 
@@ -68,11 +87,17 @@ def pairs(results: list[dict], beams: list[int], refs: list[str]) -> list[Pair]:
         adl = [r for r in done if r["system"] == "adl"]
         # the ADL runs beside it; with one slot ADL ran in a round of its own
         ours = [r for r in adl if peer in r["group"].split("+")] or adl
-        for k in beams:
-            a = {r["seed"]: read_lines(hyp_file(r["folder"], k)) for r in ours}
-            b = {r["seed"]: read_lines(hyp_file(r["folder"], k)) for r in theirs}
-            if set(a) & set(b):
-                found.append(stats.compare(peer, k, a, b, refs))
+        owns = ["", *dict.fromkeys(name for r in theirs for name in r.get("own", {}))]
+        for own in owns:  # the common rule's model, then each own practice's
+            for k in beams:
+                a = {r["seed"]: read_lines(hyp_file(r["folder"], k)) for r in ours}
+                b = {
+                    r["seed"]: read_lines(hyp_file(r["folder"], k, own))
+                    for r in theirs
+                    if not own or own in r.get("own", {})
+                }
+                if set(a) & set(b):
+                    found.append(stats.compare(peer, k, a, b, refs, selection=own))
     return found
 
 

@@ -2,7 +2,9 @@
 
 A job trains (on the clock), chooses its model on the validation sample
 (``selection.py``, after the clock), translates the test set with it (unless it is a
-recipe search's job) and writes ``result.json`` last. A job whose folder holds a
+recipe search's job), and, when the job says so, with each peer's own choice of model too
+(``System.own_practice``: Sockeye's and fairseq's averages, fairseq's best checkpoint), and
+writes ``result.json`` last. A job whose folder holds a
 ``result.json`` is finished and never run again, so a stopped benchmark restarts where it
 stopped; an unfinished job's folder is emptied and the job run again from its start.
 
@@ -24,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .base import Step, System, TrainStats
+from .base import Own, Step, System, TrainStats
 from .selection import Selection, choose
 from .table import Score, score
 
@@ -40,6 +42,8 @@ class Job:
     beams: list[int] = field(default_factory=list)  # test searches ([]: validation only)
     settings: dict[str, float] = field(default_factory=dict)  # a recipe search's cell
     keep_checkpoints: bool = False  # else only the chosen model's file stays (peers)
+    own: bool = False  # also test each peer's own practice (System.own_practice)
+    about: dict = field(default_factory=dict)  # recorded in the result (a protocol's hash)
 
     @property
     def out(self) -> Path:
@@ -122,6 +126,7 @@ def execute(job: Job, threads: int, beside: list[str]) -> dict:
         "beside": beside,
         "settings": job.settings,
         "recipe": s.recipe.to_dict(),
+        **job.about,
         "seconds": {},
         "cpu_seconds": {},
     }
@@ -147,24 +152,41 @@ def execute(job: Job, threads: int, beside: list[str]) -> dict:
     record["selection"] = selection.to_dict()
     record["scores"] = {}
     for beam in job.beams:
-        record["scores"][str(beam)] = asdict(test(s, selection, beam, run))
+        record["scores"][str(beam)] = asdict(test(s, selection.model, beam, run))
+    own = s.own_practice(stats) if job.own and job.beams else []
+    if own:
+        record["own"] = {o.name: own_practice(s, o, job.beams, run) for o in own}
     if not job.keep_checkpoints:
-        prune(s, stats, selection)
+        prune(s, stats, selection, own)
     tmp = job.out / (RESULT + ".tmp")
     tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     tmp.replace(job.out / RESULT)
     return record
 
 
-def hyp_file(folder: Path, beam: int) -> Path:
-    """The detokenised test translations of a job's folder (one line each; left out: empty)."""
-    return Path(folder) / f"test.beam{beam}.txt"
+def hyp_file(folder: Path, beam: int, own: str = "") -> Path:
+    """The detokenised test translations of a job's folder (one line each; left out: empty):
+    of the common rule's model, or of the peer's own practice ``own``."""
+    return Path(folder) / (f"test.{own}.beam{beam}.txt" if own else f"test.beam{beam}.txt")
 
 
-def test(system: System, selection: Selection, beam: int, run) -> Score:
-    """Translate the test set with the chosen model; score it."""
-    out = system.out / f"test.beam{beam}.out"
-    step = system.translate(selection.model, beam, "test", out)
+def own_practice(system: System, own: Own, beams: list[int], run) -> dict:
+    """Make a peer's own choice of model (after the clock) and test it with every beam."""
+    for step in own.steps:
+        error = run(step)
+        if error:
+            raise RuntimeError(f"{own.name}: {step.name}: {error}")
+    scores = {str(b): asdict(test(system, own.model, b, run, own.name)) for b in beams}
+    return {"label": own.label, "model": own.model, "scores": scores}
+
+
+def test(system: System, model: str, beam: int, run, own: str = "") -> Score:
+    """Translate the test set with ``model``; score it."""
+    stem = f"test.{own}.beam{beam}" if own else f"test.beam{beam}"
+    out = system.out / f"{stem}.out"
+    step = system.translate(model, beam, "test", out)
+    search = "greedy" if beam == 1 else f"beam{beam}"
+    step.name = f"{own}-{search}" if own else search
     started = time.monotonic()
     error = run(step)
     if error:
@@ -173,14 +195,16 @@ def test(system: System, selection: Selection, beam: int, run) -> Score:
     refs = system.data.raw["test"][1].read_text(encoding="utf-8").splitlines()
     hyps = system.hypotheses(out, "test")
     hyps = hyps + [None] * (len(refs) - len(hyps))
-    hyp_file(system.out, beam).write_text("".join((h or "") + "\n" for h in hyps), encoding="utf-8")
+    text = "".join((h or "") + "\n" for h in hyps)
+    hyp_file(system.out, beam, own).write_text(text, encoding="utf-8")
     return score(hyps, refs, round(seconds, 1))
 
 
-def prune(system: System, stats: TrainStats, selection: Selection) -> None:
+def prune(system: System, stats: TrainStats, selection: Selection, own: list[Own]) -> None:
     """Delete a run's checkpoint and average files except the chosen model's."""
     names = [c.name for c in stats.checkpoints]
     names += [f"average-{len(a.updates)}.pt" for a in selection.averages]
+    names += [o.model for o in own if o.steps]  # the averages the own practices made
     for name in names:
         path = system.checkpoint_path(name)
         if name != selection.model and path.is_file():

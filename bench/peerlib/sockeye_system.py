@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .base import LAUNCH, Step, System, read_lines
+from .base import LAUNCH, Own, Step, System, TrainStats, read_lines
 
 
 class Sockeye(System):
@@ -110,6 +110,19 @@ class Sockeye(System):
         # training.md "Checkpoint averaging")
         argv = [self.python, "-m", "sockeye.average", *(str(self.model / m) for m in models)]
         return Step(f"average-{len(models)}", argv + ["--output", str(self.model / output)])
+
+    def own_practice(self, stats: TrainStats) -> list[Own]:
+        """Sockeye's own checkpoint averaging: ``sockeye-average`` over the model folder
+        picks the 4 checkpoints of lowest validation perplexity from its ``metrics`` file
+        (average.py find_checkpoints; arguments.py add_average_args: -n 4, --strategy
+        best, --metric perplexity are its defaults, written out here; training.md
+        "Checkpoint averaging")."""
+        name = "own-best4-perplexity.params"
+        argv = [self.python, "-m", "sockeye.average", str(self.model), "-n", "4"]
+        argv += ["--strategy", "best", "--metric", "perplexity"]
+        step = Step("own-sockeye-average", argv + ["--output", str(self.model / name)])
+        label = "sockeye-average: the 4 best by validation perplexity"
+        return [Own("sockeye-average", label, name, [step])]
 
     def hypotheses(self, output: Path, split: str) -> list[str | None]:
         return list(self.spm_decode(read_lines(output)))

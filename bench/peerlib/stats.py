@@ -74,6 +74,7 @@ class Pair:
     sentences_bleu_p: float | None  # the sentence-only test of the seeds both have
     sentences_chrf_p: float | None
     test: str  # the sentence-only test and its settings
+    selection: str = ""  # the peer's model: "" the common rule's, else its own practice's
 
     @property
     def bleu_verdict(self) -> str:
@@ -98,6 +99,7 @@ class Pair:
             "sentences_bleu_p": self.sentences_bleu_p,
             "sentences_chrf_p": self.sentences_chrf_p,
             "test": self.test,
+            "selection": self.selection,
         }
 
 
@@ -115,6 +117,7 @@ def pair_of(record: dict) -> Pair:
         record["sentences_bleu_p"],
         record["sentences_chrf_p"],
         record["test"],
+        record.get("selection", ""),
     )
 
 
@@ -125,8 +128,10 @@ def compare(
     theirs: dict[int, list[str]],
     references: list[str],
     samples: int = SAMPLES,
+    selection: str = "",
 ) -> Pair:
-    """ADL's runs (seed -> translations) against a peer's."""
+    """ADL's runs (seed -> translations) against a peer's (its model chosen by the common
+    rule, or by its own practice ``selection``)."""
     if not ours or not theirs:
         raise ValueError(f"ADL and {peer} need at least one run each")
     found = compare_runs(
@@ -145,4 +150,5 @@ def compare(
         sent.bleu_p if sent else None,
         sent.chrf_p if sent else None,
         sent.signature if sent else "",
+        selection,
     )

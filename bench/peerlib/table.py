@@ -97,17 +97,27 @@ def runs_table(results: Sequence[dict], labels: dict[str, str], beams: Sequence[
     return lines
 
 
+BATCH = (("updates", "updates", 0, 1), ("tokens", "target tokens (M)", 2, 1e6))
+BATCH += (("tokens-per-update", "target tokens / update", 0, 1),)
+
+
 def summary_table(
     spreads: dict[str, dict[str, Spread]], labels: dict[str, str], beams: Sequence[int]
 ) -> list[str]:
-    """Mean ± std over seeds: ``spreads[key]["bleu-4"]`` and so on."""
-    head = ["system", "seeds"]
+    """Mean ± std over seeds: ``spreads[key]["bleu-4"]`` and so on; with the runs' updates,
+    target tokens and real target tokens per update where the spreads have them (a peer's
+    own practice is a line of its own, its runs' batches on its common line)."""
+    batch = [b for b in BATCH if any(b[0] in found for found in spreads.values())]
+    head = ["system", "seeds", *(b[1] for b in batch)]
     for k in beams:
         head += [f"{search_name(k)} BLEU", f"{search_name(k)} chrF"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key, found in spreads.items():
         n = max((s.n for s in found.values()), default=0)
         cells = [labels.get(key, key), str(n)]
+        for name, _, digits, scale in batch:
+            s = found.get(name)
+            cells.append(_scaled(s, digits, scale) if s else "–")
         for k in beams:
             for metric in ("bleu", "chrf"):
                 s = found.get(f"{metric}-{k}")
@@ -116,17 +126,27 @@ def summary_table(
     return lines
 
 
+def _scaled(s: Spread, digits: int, scale: float) -> str:
+    mean = f"{s.mean / scale:,.{digits}f}"
+    return mean if s.std is None else f"{mean} ± {s.std / scale:,.{digits}f}"
+
+
 def pairs_table(pairs: Sequence[Pair], labels: dict[str, str]) -> list[str]:
     """ADL against each peer: the means over the runs, the interval of ADL minus the peer
-    with the training run as the unit, the verdicts, and the sentence-only p beside them."""
-    head = ["ADL against", "search", "runs (ADL / peer)", "BLEU (ADL / peer)"]
+    with the training run as the unit, the verdicts, and the sentence-only p beside them;
+    where a peer's own practice is compared too, the peer's model in a column of its own
+    (ADL's is always the common rule's)."""
+    own = any(p.selection for p in pairs)
+    head = ["ADL against", *(["peer's model"] if own else []), "search", "runs (ADL / peer)"]
+    head.append("BLEU (ADL / peer)")
     head += ["Δ BLEU [95 % interval]", "seeds +/−", "BLEU verdict", "p runs", "p sentences"]
     head += ["chrF (ADL / peer)", "Δ chrF [95 % interval]", "chrF verdict"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for p in pairs:
         b, c = p.bleu_interval, p.chrf_interval
         higher, lower = b.favour
-        cells = [labels.get(p.peer, p.peer), search_name(p.beam), f"{p.runs[0]} / {p.runs[1]}"]
+        cells = [labels.get(p.peer, p.peer), *([p.selection or "common rule"] if own else [])]
+        cells += [search_name(p.beam), f"{p.runs[0]} / {p.runs[1]}"]
         cells += [f"{p.bleu[0]:.2f} / {p.bleu[1]:.2f}", _within(b), f"{higher}/{lower}"]
         cells += [p.bleu_verdict, _p(b.p), _p(p.sentences_bleu_p)]
         cells += [f"{p.chrf[0]:.2f} / {p.chrf[1]:.2f}", _within(c), p.chrf_verdict]

@@ -48,8 +48,11 @@ def cell_name(cell: dict[str, float]) -> str:
     return ",".join(f"{k}={v:g}" for k, v in cell.items())
 
 
-def choose(results: list[dict], grid: dict[str, list[float]]) -> dict[str, dict]:
-    """system -> {"settings": best cell, "score": its mean, "cells": every cell's scores}."""
+def choose(
+    results: list[dict], grid: dict[str, list[float]], order: list[dict] | None = None
+) -> dict[str, dict]:
+    """system -> {"settings": best cell, "score": its mean, "cells": every cell's scores},
+    over the cells of ``grid``, or of ``order`` when given (an extended search's cells)."""
     runs: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
         if not r.get("failed"):
@@ -57,7 +60,7 @@ def choose(results: list[dict], grid: dict[str, list[float]]) -> dict[str, dict]
     chosen = {}
     for system, found in runs.items():
         table: list[dict[str, Any]] = []
-        for cell in cells(grid):
+        for cell in order if order is not None else cells(grid):
             done = found.get(cell_name(cell))
             if done:
                 values = [r["selection"]["value"] for r in done]
@@ -72,8 +75,9 @@ def choose(results: list[dict], grid: dict[str, list[float]]) -> dict[str, dict]
                         "runs": facts,
                     }
                 )
-        best = max(table, key=lambda c: c["mean"])  # max keeps the first of equals
-        chosen[system] = {"settings": best["settings"], "score": best["mean"], "cells": table}
+        if table:
+            best = max(table, key=lambda c: c["mean"])  # max keeps the first of equals
+            chosen[system] = {"settings": best["settings"], "score": best["mean"], "cells": table}
     return chosen
 
 
@@ -188,3 +192,65 @@ def _grid(chosen: dict[str, dict], labels: dict[str, str], text) -> list[str]:
             row.append(text(found[0], s) if found else "–")
         lines.append("| " + " | ".join(row) + " |")
     return lines
+
+
+# --- a search extended beyond a committed grid (a protocol's tuning: protocol_run.py) ---
+
+SEARCHED = ("dropout", "lr", "warmup")  # what every cell of an extended search states
+
+
+def full(cell: dict, base: Any) -> dict[str, float]:
+    """``cell`` with every searched field stated (the base recipe's value where it has none):
+    the committed grid's "dropout=0,lr=0.002" is "dropout=0,lr=0.002,warmup=300"."""
+    found = {k: cell.get(k, getattr(base, k)) for k in SEARCHED}
+    found.update({k: v for k, v in cell.items() if k not in SEARCHED})
+    found["warmup"] = int(found["warmup"])
+    return {k: float(v) if k != "warmup" else v for k, v in found.items()}
+
+
+def committed(path: Path, base: Any) -> dict[str, list[dict]]:
+    """system -> the cells a committed search (its recipes.json) ran, each stated in full."""
+    record = _record(Path(path))
+    return {
+        system: [{**c, "settings": full(c["settings"], base)} for c in found["cells"]]
+        for system, found in record["systems"].items()
+    }
+
+
+def at_chosen(pooled: dict[str, dict], extension: list[dict], base: Any) -> dict[str, list[dict]]:
+    """system -> the extension's cells at the dropout it chose (``pooled``: :func:`pool`)."""
+    return {
+        system: [full({"dropout": found["settings"]["dropout"], **e}, base) for e in extension]
+        for system, found in pooled.items()
+    }
+
+
+def beyond_edges(
+    pooled: dict[str, dict], offered: dict[str, list[dict]], fields: list[str], factor: float
+) -> dict[str, list[dict]]:
+    """system -> the cells past an edge its pooled best lies on: for each of ``fields``, among
+    the cells offered with the best's other settings, the best's value is the highest (then
+    x ``factor``) or the lowest (then / ``factor``; a dropout of 0 has nothing below it)."""
+    found: dict[str, list[dict]] = {}
+    for system, chosen in pooled.items():
+        best = dict(chosen["settings"])
+        names = {cell_name(c) for c in offered.get(system, [])}
+        for name in fields:
+            line = [
+                c[name]
+                for c in offered.get(system, [])
+                if all(c.get(k) == v for k, v in best.items() if k != name)
+            ]
+            if len(line) < 2:  # one value offered: no edge to tell
+                continue
+            value = best[name]
+            if value >= max(line):
+                nxt = value * factor
+            elif value <= min(line) and value > 0:
+                nxt = value / factor
+            else:
+                continue
+            cell = {**best, name: int(round(nxt)) if name == "warmup" else float(nxt)}
+            if cell_name(cell) not in names:
+                found.setdefault(system, []).append(cell)
+    return found
