@@ -111,3 +111,18 @@ def test_the_experiments_tables_are_the_committed_results():
     assert update_doc(path, write=False) == [], (
         "run adl sweep report --update-doc docs/experiments.md"
     )
+
+
+def test_each_papers_account_lists_its_disagreements_and_quotes_no_sentence_only_p():
+    """docs/experiments.md: every paper's section lists its disagreements with the paper, and
+    no account quotes a p-value of the sentence-only test as a finding (the verdicts are the
+    tables', from the test over the runs)."""
+    text = (ROOT / "docs" / "experiments.md").read_text(encoding="utf-8")
+    papers = text.split("## The five papers, measured")[1].split("\n## ")[0]
+    sections = re.split(r"^### ", papers, flags=re.M)[1:]
+    names = ["You et al.", "Xu et al.", "Raganato et al.", "Domhan (2018): how much", "Fonollosa"]
+    for name in names:
+        (section,) = [s for s in sections if s.startswith(name)]
+        assert "**Disagreements with the paper" in section, name
+        prose = "\n".join(line for line in section.splitlines() if not line.startswith("|"))
+        assert not re.search(r"p = 0\.00\d", prose), name
