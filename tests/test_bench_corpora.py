@@ -154,16 +154,14 @@ def test_interface_messages_lose_context_and_mnemonics():
 
 
 def test_freeciv_qualifiers_are_cut_and_the_target_is_russian(tmp_path):
-    ru = "./usr/share/locale/ru/LC_MESSAGES"
-    catalog = mo_file(
-        {
-            "": "Content-Type: text/plain; charset=UTF-8\n",
-            "?unit:Warriors": "Воины",
-            "Add _Last": "(_L) Добавить последним",
-            "Why? Because: it is so": "Потому что так",  # a question mark inside: kept
-        }
-    )
-    (tmp_path / "f.deb").write_bytes(deb_file({f"{ru}/freeciv-core.mo": catalog}))
+    messages = {
+        "?unit:Warriors": "Воины",
+        "Add _Last": "(_L) Добавить последним",
+        "Why? Because: it is so": "Потому что так",  # a question mark inside: kept
+    }
+    header = {"": "Content-Type: text/plain; charset=UTF-8\n"}
+    catalog = {"./usr/share/locale/ru/LC_MESSAGES/freeciv-core.mo": mo_file(header | messages)}
+    (tmp_path / "f.deb").write_bytes(deb_file(catalog))
     pairs = corpora.CORPORA["freeciv-en-ru"].read([tmp_path / "f.deb"])
     assert sorted((src, tgt) for _, src, tgt in pairs) == [
         ("Add Last", "Добавить последним"),

@@ -7,6 +7,7 @@ import json
 import sys
 
 import pytest
+import test_bench_peers_protocol as shared
 from conftest import ROOT
 from test_bench_peers_protocol import REFS, Fake, bleu
 
@@ -14,10 +15,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import peers  # noqa: E402
 from peerlib import kept, ledger, protocol, report, runs, table, tune  # noqa: E402
-from peerlib import recipe as recipe_mod  # noqa: E402
-from peerlib.base import Data, Own, Step  # noqa: E402
+from peerlib.base import Own, Step  # noqa: E402
 
 FRESH = ROOT / "bench" / "protocols" / "fresh.yaml"
+data, recipe = shared.data, shared.recipe  # the fixtures of the protocol tests
 
 
 class OwnFake(Fake):
@@ -28,23 +29,6 @@ class OwnFake(Fake):
     def own_practice(self, stats):
         make = Step("own-average", [sys.executable, "-c", "pass"])
         return [Own("avg", "its average", "own-avg", [make]), Own("best", "its best", "own-best")]
-
-
-@pytest.fixture
-def data(tmp_path):
-    d = tmp_path / "data"
-    d.mkdir()
-    raw = {}
-    for split in ("sample", "test"):
-        raw[split] = (d / f"{split}.src", d / f"{split}.tgt")
-        for path in raw[split]:
-            path.write_text("".join(r + "\n" for r in REFS))
-    return Data(d, d / "joint.model", raw, raw, {"sample": len(REFS), "test": len(REFS)})
-
-
-@pytest.fixture(scope="module")
-def recipe():
-    return recipe_mod.load("small_cpu", root=str(ROOT))
 
 
 def system(cls, recipe, data, out, quality):
