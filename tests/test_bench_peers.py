@@ -18,7 +18,7 @@ from peerlib.base import Data  # noqa: E402
 from peerlib.prepare import find_files, keep_pair, prepare  # noqa: E402
 
 from adl.runtime.config import ScheduleConfig  # noqa: E402
-from adl.runtime.data.data import TextPairs, encode_pairs  # noqa: E402
+from adl.runtime.data.parallel import TextPairs, encode_pairs  # noqa: E402
 from adl.runtime.training.schedule import Schedule  # noqa: E402
 
 
@@ -191,7 +191,7 @@ def test_both_peers_average_checkpoints(recipe, data):
 def test_every_system_has_the_same_length_limits(recipe, data):
     out = data.root / "out"
     adl = make("adl", recipe, data).translate("best", 4, "test", out).argv
-    assert (value(adl, "--max-len-a"), value(adl, "--max-len-b")) == ("1.5", "10")
+    assert (value(adl, "--len-a"), value(adl, "--len-b")) == ("1.5", "10")
     sockeye = make("sockeye", recipe, data).translate("params.00001", 4, "test", out).argv
     assert (value(sockeye, "--peer-len-a"), value(sockeye, "--peer-len-b")) == ("1.5", "10")
     torch_ = make("torch", recipe, data).translate("step-10.pt", 4, "test", out).argv

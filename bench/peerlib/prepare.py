@@ -19,7 +19,7 @@ from pathlib import Path
 
 from adl.runtime.config import DataConfig
 from adl.runtime.data.corpus import read_parallel
-from adl.runtime.data.data import Limits, encode_pairs, read_lines
+from adl.runtime.data.parallel import Limits, encode_pairs, read_lines
 from adl.runtime.data.tokenizer import Tokenizers, train_sentencepiece
 from adl.runtime.training.validate import bleu_sample
 

@@ -188,10 +188,11 @@ OWN_MODELS = {"adl": 1, "sockeye": 2, "fairseq": 3}  # the common rule's, and ow
 def estimate(p: Protocol, root: Path, measured_from: list[tuple[Path, Path]]) -> dict:
     """Hours of the whole machine per stage: each round as long as its slowest job, the
     rounds one after another (two slots: ADL beside Sockeye, then ADL beside fairseq);
-    decoding scaled by the words of each corpus's test references."""
+    decoding scaled by the words of each corpus's test references (the committed copy
+    where the protocol names one, so that the estimate needs no corpus built)."""
     m = measured(measured_from)
     words = {
-        n: len((root / c.folder / "test.tgt").read_text("utf-8").split())
+        n: len((root / (c.reference or f"{c.folder}/test.tgt")).read_text("utf-8").split())
         for n, c in p.corpora.items()
     }
     peers = p.systems["peers"]

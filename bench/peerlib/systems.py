@@ -67,7 +67,7 @@ class ADL(System):
         r = self.recipe
         argv = [self.python, "-m", "adl", "translate", "--model", str(self.run)]
         argv += ["--checkpoint", model, "--beam", str(beam), "--device", self.device]
-        argv += ["--max-len-a", f"{r.len_a:g}", "--max-len-b", str(r.len_b)]
+        argv += ["--len-a", f"{r.len_a:g}", "--len-b", str(r.len_b)]
         argv += ["--input", str(self.data.raw[split][0]), "--output", str(output)]
         return Step.translation(beam, argv)
 
