@@ -1,27 +1,35 @@
-"""Inference speed of a trained Transformer: ADL eager, ADL with int8 dynamic quantisation,
-CTranslate2 float32 and int8, beam 4, in one run, with BLEU beside each.
+"""Inference speed of a trained Transformer: ADL's own search in float32 and int8 (torchao),
+CTranslate2 float32 and int8, greedy and beam 4, in one run, with BLEU beside each.
 
-    python bench/inference.py --run runs/demo            # a trained run (the demo's)
-    python bench/inference.py --minutes 3                # or: train a small one first
+    python bench/inference.py --run runs/demo --json out.json   # a trained run (the demo's)
+    python bench/inference.py --minutes 3                        # or: train a small one first
+    python bench/inference.py --table docs/results/bench/inference_demo.json  # its tables
 
 The test sentences are the bundled default corpus' test split (English-French Bible verses,
 ``adl data bible``; --data, --cache as for ``adl demo``). Without --run, the small_cpu
 preset's Transformer (architectures/transformer.*.adl, 2+2 blocks, d_model 256) is trained
-on its train split for --minutes first. Each engine translates the same sentences once,
-after one warm-up batch, on --threads CPU threads (or on the GPU with --device cuda):
+on its train split for --minutes first. Every engine decodes the same sentences on
+--threads CPU threads (or on the GPU with --device cuda), after one warm-up batch each:
 
-1. ADL eager: the PyTorch model through runtime.search (adl.load_model);
-2. ADL int8: the same model after torch.ao.quantization.quantize_dynamic (qint8 weights of
-   every nn.Linear, activations quantised on the fly; CPU only);
-3. CTranslate2 float32 and 4. CTranslate2 int8: ``adl export --ctranslate2`` with
+1. ADL float32: the PyTorch model through runtime.search (adl.load_model);
+2. ADL int8 dynamic and 3. ADL int8 weight-only: the same model after torchao's
+   ``quantize_`` (adl.runtime.decode.quantize.int8; the ``quant`` extra; CPU only);
+4. CTranslate2 float32 and 5. CTranslate2 int8: ``adl export --ctranslate2`` with
    --quantization float32 / int8, through ``adl translate --engine ctranslate2``'s code.
 
-Printed: sentences/s, the ratio to ADL eager measured in the same run, and sacrebleu BLEU.
+Each beam size is timed in --rounds rounds; in each round every engine decodes the whole
+set once, the engines taking turns (their order rotating), so that a machine whose load
+drifts weighs on all alike. Printed per beam size: sentences/s (the median round), the ratio
+to CTranslate2 float32 and to ADL float32 (the median of the rounds' ratios, with their
+range: the noise), BLEU and the length ratio (hypothesis / reference length, sacrebleu's).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import statistics
 import sys
 import tempfile
 import time
@@ -30,6 +38,8 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
+BASE = "CTranslate2 float32"  # the check's baseline: ADL's own search >= 0.8x its speed
+ADL = "ADL float32"
 
 
 def train_small(data_dir: Path, out: Path, minutes: float) -> Path:
@@ -48,11 +58,96 @@ def train_small(data_dir: Path, out: Path, minutes: float) -> Path:
     return out
 
 
-def timed(search, sources, options) -> tuple[float, list[str]]:
-    search(sources[:8], options)  # warm-up
-    start = time.perf_counter()
-    found = search(sources, options)
-    return time.perf_counter() - start, [hyps[0][0] for hyps in found]
+def engines(run: Path, work: Path, device: str, threads: int, int8: list[str]) -> dict:
+    """name -> search(lines, options), every engine of the comparison that can run here."""
+    import adl
+    from adl.runtime.decode.ct2_translator import Ct2Translator
+    from adl.runtime.decode.quantize import int8 as quantize
+    from adl.runtime.decode.translator import Translator
+    from adl.runtime.model.ct2_convert import export_ctranslate2
+    from adl.runtime.model.export import export_run
+
+    eager = adl.load_model(run, device=device)
+    found = {ADL: eager.search}
+    if device == "cpu":
+        for kind in int8:
+            model = quantize(eager.model, kind)
+            found[f"ADL int8 {kind} (torchao)"] = Translator(model, eager.tokenizers).search
+    for q in ("float32", "int8"):
+        folder = export_run(run, work / f"export-{q}")
+        export_ctranslate2(folder, q)
+        found[f"CTranslate2 {q}"] = Ct2Translator(folder, device, "default", threads).search
+    return found
+
+
+def measure(searches: dict, sources, refs, beam: int, rounds: int) -> list[dict]:
+    """Each engine's rows of one beam size: seconds per round, BLEU, length ratio."""
+    from sacrebleu.metrics import BLEU
+
+    from adl.runtime.decode.bleu import score
+    from adl.runtime.decode.search import SearchOptions
+
+    options = SearchOptions(beam=beam)
+    names = list(searches)
+    seconds: dict[str, list[float]] = {n: [] for n in names}
+    hyps: dict[str, list[str]] = {}
+    for name in names:
+        searches[name](sources[:8], options)  # warm-up
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            start = time.perf_counter()
+            found = searches[name](sources, options)
+            seconds[name].append(time.perf_counter() - start)
+            hyps[name] = [h[0][0] for h in found]
+            print(f"  beam {beam} round {r + 1} {name}: {seconds[name][-1]:.1f} s", file=sys.stderr)
+    rows = []
+    for name in names:
+        bleu = BLEU().corpus_score(hyps[name], [refs])
+        ratio = {
+            other: [b / a for a, b in zip(seconds[name], seconds[other])]
+            for other in (BASE, ADL)
+            if other in seconds
+        }
+        rows.append(
+            {
+                "engine": name,
+                "beam": beam,
+                "seconds": seconds[name],
+                "sentences_per_s": len(sources) / statistics.median(seconds[name]),
+                "vs": {
+                    other: {"median": statistics.median(r), "min": min(r), "max": max(r)}
+                    for other, r in ratio.items()
+                },
+                "bleu": score(hyps[name], refs)["bleu"],
+                "length_ratio": bleu.sys_len / bleu.ref_len,
+            }
+        )
+    return rows
+
+
+def tables(result: dict) -> str:
+    """The markdown tables of a result (what docs/performance.md shows), one per beam."""
+    out = []
+    for beam in sorted({row["beam"] for row in result["rows"]}):
+        rows = [row for row in result["rows"] if row["beam"] == beam]
+        search = "greedy" if beam == 1 else f"beam {beam}"
+        out += [
+            f"{search}:",
+            "",
+            "| engine | sentences/s | vs CTranslate2 float32 (rounds) | vs ADL float32 | BLEU "
+            "| length ratio |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for row in rows:
+            base, adl = row["vs"].get(BASE), row["vs"].get(ADL)
+            spread = lambda r: f"{r['median']:.2f}x ({r['min']:.2f}–{r['max']:.2f})"
+            out.append(
+                f"| {row['engine']} | {row['sentences_per_s']:,.1f} | "
+                f"{spread(base) if base else '–'} | {adl['median']:.2f}x | "
+                f"{row['bleu']:.2f} | {row['length_ratio']:.3f} |"
+            )
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
 
 
 def main() -> None:
@@ -62,20 +157,20 @@ def main() -> None:
     p.add_argument("--data", type=Path, default=Path("data/bible"), help="the corpus folder")
     p.add_argument("--cache", type=Path, default=Path("data/cache"), help="the wheel cache")
     p.add_argument("--sentences", type=int, default=0, help="test sentences (0: all)")
-    p.add_argument("--beam", type=int, default=4)
+    p.add_argument("--beams", default="1,4", help="beam sizes, comma separated (1: greedy)")
+    p.add_argument("--rounds", type=int, default=3, help="timed rounds per beam size")
+    p.add_argument("--int8", default="dynamic,weight", help="torchao int8 kinds ('' for none)")
     p.add_argument("--threads", type=int, default=2, help="CPU threads of every engine")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--work", type=Path, help="where to put the run and exports (default: tmp)")
+    p.add_argument("--json", type=Path, help="write the results here")
+    p.add_argument("--table", type=Path, help="print the tables of this result file and stop")
     args = p.parse_args()
+    if args.table:
+        print(tables(json.loads(args.table.read_text())), end="")
+        return
 
-    import adl
     from adl.runtime.data import bible
-    from adl.runtime.decode.bleu import score
-    from adl.runtime.decode.ct2_translator import Ct2Translator
-    from adl.runtime.decode.search import SearchOptions
-    from adl.runtime.decode.translator import Translator
-    from adl.runtime.model.ct2_convert import export_ctranslate2
-    from adl.runtime.model.export import export_run
 
     torch.set_num_threads(args.threads)
     info = bible.bible("en-fr", out=args.data, max_words=20, cache=args.cache)
@@ -89,40 +184,45 @@ def main() -> None:
     if run is None:
         print(f"training the small_cpu Transformer for {args.minutes:g} minutes -> {work / 'run'}")
         run = train_small(args.data, work / "run", args.minutes)
-    exports = {}
-    for q in ("float32", "int8"):
-        folder = export_run(run, work / f"export-{q}")
-        export_ctranslate2(folder, q)
-        exports[q] = folder
-
-    options = SearchOptions(beam=args.beam)
-    eager = adl.load_model(run, device=args.device)
-    engines = [("ADL eager (PyTorch)", eager.search)]
-    if args.device == "cpu":
-        quantized = torch.ao.quantization.quantize_dynamic(
-            eager.model, {torch.nn.Linear}, dtype=torch.qint8
-        )
-        engines.append(
-            ("ADL int8 (quantize_dynamic)", Translator(quantized, eager.tokenizers).search)
-        )
-    for q in ("float32", "int8"):
-        ct2 = Ct2Translator(exports[q], args.device, "default", threads=args.threads)
-        engines.append((f"CTranslate2 {q}", ct2.search))
-
-    print(
-        f"{len(sources):,} test sentences ({test_src}), beam {args.beam}, {args.threads} "
-        f"threads, device {args.device}, torch {torch.__version__}"
-    )
+    int8 = [k for k in args.int8.split(",") if k]
+    searches = engines(run, work, args.device, args.threads, int8)
+    load = os.getloadavg()[0]
     rows = []
-    for name, search in engines:
-        seconds, hyps = timed(search, sources, options)
-        bleu = score(hyps, refs)["bleu"]
-        rows.append((name, len(sources) / seconds, bleu))
-        print(f"  {name}: {seconds:.1f} s", file=sys.stderr)
-    base = rows[0][1]
-    print("| engine | sentences/s | vs ADL eager | BLEU |\n|---|---:|---:|---:|")
-    for name, speed, bleu in rows:
-        print(f"| {name} | {speed:,.1f} | {speed / base:.2f}x | {bleu:.2f} |")
+    for beam in (int(b) for b in args.beams.split(",")):
+        rows += measure(searches, sources, refs, beam, args.rounds)
+    import ctranslate2
+
+    result = {
+        "meta": {
+            "run": str(run),
+            "sentences": len(sources),
+            "test": str(test_src),
+            "threads": args.threads,
+            "device": args.device,
+            "rounds": args.rounds,
+            "torch": torch.__version__,
+            "ctranslate2": ctranslate2.__version__,
+            "torchao": _version("torchao"),
+            "load_average": [round(load, 2), round(os.getloadavg()[0], 2)],
+        },
+        "rows": rows,
+    }
+    print(
+        f"{len(sources):,} test sentences ({test_src}), {args.threads} threads, device "
+        f"{args.device}, torch {torch.__version__}, load average {load:.1f} at the start"
+    )
+    print(tables(result), end="")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+
+
+def _version(package: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
 
 
 if __name__ == "__main__":

@@ -36,6 +36,12 @@ def add_model_choice(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument(
+        "--int8",
+        choices=("dynamic", "weight"),
+        help="decode with int8 linear layers made by torchao (the quant extra; CPU only): "
+        "dynamic, int8 weights and activations; weight, int8 weights only",
+    )
+    p.add_argument(
         "--decode-attention",
         choices=("soft", "hard"),
         help="decode the decoder's dot-product attention with standard attention or with hard "
@@ -139,11 +145,18 @@ def load_translator(args: argparse.Namespace):
 
         if len(args.model) > 1:
             raise UsageError("--engine ctranslate2 decodes one model: give one --model")
+        if getattr(args, "int8", None):
+            raise UsageError("--int8 is for --engine adl (CTranslate2: --compute-type int8)")
         return Ct2Translator.load(args.model[0], str(device), args.compute_type)
     from adl.runtime.decode.translator import Translator
 
     return Translator.load(
-        args.model, args.checkpoint, device, args.decode_attention, args.ensemble_mode
+        args.model,
+        args.checkpoint,
+        device,
+        args.decode_attention,
+        args.ensemble_mode,
+        getattr(args, "int8", None),
     )
 
 

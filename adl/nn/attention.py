@@ -291,6 +291,8 @@ class SourceAttention(DotAttention):
         mask = ctx.source.allowed
         if ctx.record is not None:
             ctx.record_attention(self, "source", self.probabilities(q, k, mask))
+        if ctx.state is not None and not self.retrieves:  # a decoding step: made once
+            return self.attend(q, k, v, ctx.source.additive(q.dtype))
         return self.attend(q, k, v, mask)
 
 

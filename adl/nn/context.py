@@ -27,6 +27,7 @@ class Memory:
     top: Tensor
     pad: Tensor | None
     blocks: list[Tensor] = field(default_factory=list)
+    masks: dict[torch.dtype, Tensor] = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
     def allowed(self) -> Tensor | None:
@@ -34,6 +35,19 @@ class Memory:
         scores, or None when nothing is padded: made once per memory and shared by every
         source attention (in decoding, once per sentence rather than at every step)."""
         return None if self.pad is None else ~self.pad[:, None, None, :]
+
+    def additive(self, dtype: torch.dtype) -> Tensor | None:
+        """:attr:`allowed` as the additive mask (0 where allowed, -inf elsewhere) that the
+        fused attention makes of a boolean mask at every call (the same values: the outputs
+        are equal bit for bit), made once per memory and dtype: two operators fewer per
+        source attention and decoding step."""
+        allowed = self.allowed
+        if allowed is None:
+            return None
+        if dtype not in self.masks:
+            zeros = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
+            self.masks[dtype] = zeros.masked_fill_(~allowed, float("-inf"))
+        return self.masks[dtype]
 
     def level(self, index: int | None) -> Tensor:
         return self.top if index is None else self.blocks[index]
@@ -94,12 +108,14 @@ class Prefix:
         self.length = end
         return self.k[:, :, :end], self.v[:, :, :end]
 
-    def reorder(self, index: Tensor, in_place: bool = False) -> None:
+    def reorder(self, index: Tensor, in_place: bool = False, moves: RowMoves | None = None) -> None:
+        """Keep rows ``index``; ``moves``: the rows that move, shared by every layer's cache
+        (an in-place reorder)."""
         if self.k is None or self.v is None:
             return
         rows, used = index.numel(), self.length
         if in_place and rows == self.k.size(0):
-            self._move(index)
+            self._move((moves or RowMoves(index)).found())
             return
         spare = self.spare
         if spare is None or spare[0].size(0) != rows:
@@ -112,19 +128,39 @@ class Prefix:
         self.spare = (self.k, self.v) if self.k.size(0) == rows else None
         self.k, self.v = spare
 
-    def _move(self, index: Tensor) -> None:
+    def _move(self, moves: tuple[Tensor, Tensor] | None) -> None:
         """A reorder that keeps every row, in place: only the rows that take another
         row's contents are copied (a beam search keeps most hypotheses in their rows:
-        :func:`adl.runtime.decode.search.in_place`). Finding them reads the index on the
-        host (see :meth:`DecodeState.reorder`)."""
+        :func:`adl.runtime.decode.search.in_place`)."""
         assert self.k is not None and self.v is not None
-        moved = index.ne(torch.arange(index.numel(), device=index.device)).nonzero().squeeze(1)
-        if moved.numel() == 0:
+        if moves is None:
             return
-        source = index.index_select(0, moved)
+        moved, source = moves
         for buffer in (self.k, self.v):
             used = buffer[:, :, : self.length]
             used.index_copy_(0, moved, used.index_select(0, source))
+
+
+class RowMoves:
+    """The rows of an in-place reorder by ``index`` that take another row's contents, and
+    the rows they take them from: found on first use (it reads the index on the host, see
+    :meth:`DecodeState.reorder`) and then shared by every layer's cache (where each layer
+    found them again: five operators a layer and step, bench/decode_profile.py)."""
+
+    def __init__(self, index: Tensor) -> None:
+        self.index = index
+        self.moves: tuple[Tensor, Tensor] | None = None
+        self.looked = False
+
+    def found(self) -> tuple[Tensor, Tensor] | None:
+        """(moved rows, their sources), or None when no row moves."""
+        if not self.looked:
+            index, self.looked = self.index, True
+            moved = index.ne(torch.arange(index.numel(), device=index.device)).nonzero()
+            if moved.numel():
+                moved = moved.squeeze(1)
+                self.moves = moved, index.index_select(0, moved)
+        return self.moves
 
 
 class DecodeState:
@@ -156,6 +192,7 @@ class DecodeState:
         entries = list(self.cache.values())
         if source:
             entries += self.source.values()
+        moves = RowMoves(index)  # the rows that move, found once for every layer's prefix
         for entry in entries:
             for key, value in entry.items():
                 if isinstance(value, Tensor):
@@ -163,7 +200,7 @@ class DecodeState:
                 elif isinstance(value, tuple):
                     entry[key] = tuple(v.index_select(0, index) for v in value)
                 elif isinstance(value, Prefix):
-                    value.reorder(index, in_place)
+                    value.reorder(index, in_place, moves)
 
 
 @dataclass

@@ -30,10 +30,32 @@ class SinusoidalPositions(Layer):
         self.d = d_in
         self.scale = math.sqrt(d_in) if scale_inputs else 1.0
         self.drop = Dropout(dropout)
+        # decoding: the sinusoids of each step, made once (see ``steps``)
+        self.made: dict[tuple[int, int, torch.device, torch.dtype], Tensor] = {}
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
-        p = sinusoids(ctx.position_ids(x.size(1), x.device), self.d).to(x.dtype)  # (B|1, T, D)
+        if ctx.state is not None and ctx.positions is None:
+            p = self.steps(ctx, x)  # (1, T, D)
+        else:
+            p = sinusoids(ctx.position_ids(x.size(1), x.device), self.d).to(x.dtype)  # (B|1, T, D)
         return self.drop(self.scale * x + p)  # dropout(√d · h_t + p_t)
+
+    def steps(self, ctx: Context, x: Tensor) -> Tensor:
+        """The sinusoids of a decoding step's positions, computed by the same operations as
+        a step computed them before (so the same values, bit for bit) but once per position
+        for the module's life rather than at every step of every batch (a dozen small
+        operators a step: bench/decode_profile.py)."""
+        key = (ctx.offset, x.size(1), x.device, x.dtype)
+        found = self.made.get(key)
+        if found is None:
+            if len(self.made) >= STEPS_KEPT:
+                self.made.clear()
+            found = sinusoids(ctx.position_ids(x.size(1), x.device), self.d).to(x.dtype)
+            self.made[key] = found
+        return found
+
+
+STEPS_KEPT = 4096  # decoding steps' sinusoids a layer keeps (a few MB at d_model 512)
 
 
 @implements("learn_pos")

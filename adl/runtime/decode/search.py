@@ -40,14 +40,18 @@ CHECK_EVERY = {"cpu": 1}
 CHECK_EVERY_ACCELERATOR = 8
 
 
-def _limits(max_len: Tensor | int, b: int, device: torch.device) -> tuple[Tensor, int]:
-    """(the per-row limit on the device, the largest limit as a Python int)."""
+def _limits(max_len: Tensor | int, b: int, device: torch.device) -> tuple[Tensor, int, int]:
+    """(the per-row limit on the device, the largest and the smallest limit as Python
+    ints)."""
     limit = (
         torch.full((b,), max_len, dtype=torch.long)
         if isinstance(max_len, int)
         else max_len.long().cpu()
     )
-    return limit.to(device), int(limit.max()) if b else 0
+    if not b:
+        return limit.to(device), 0, 0
+    longest, shortest = torch.stack([limit.max(), limit.min()]).tolist()  # one read (host)
+    return limit.to(device), longest, shortest
 
 
 @torch.no_grad()
@@ -64,7 +68,7 @@ def greedy(
     device; the host looks at it every ``every`` steps (:func:`check_every`) to stop and to
     drop finished rows, and reads the translations once at the end."""
     b, device = src.size(0), src.device
-    limit, longest = _limits(max_len, b, device)
+    limit, longest, _ = _limits(max_len, b, device)
     every = check_every(device, every)
     memory, state = model.start(src, src_words)
     rows = torch.arange(b, device=device)  # original row of each row in the batch
@@ -137,10 +141,15 @@ def beam(
     All of it is tensor operations on the device: the live hypotheses (n, k) with their
     prefixes, and the finished ones in per-sentence slots in the order they finished. The
     host looks at which sentences are done every ``every`` steps (:func:`check_every`) to
-    stop and to drop them from the batch, and reads the hypotheses once at the end."""
+    stop and to drop them from the batch, and reads the hypotheses once at the end.
+
+    Where the host looks every step (``every`` 1, a CPU's default: reading is free there),
+    a step skips what cannot change anything in it: the finished hypotheses' bookkeeping
+    when no candidate ends, the length limit's mask before any sentence reaches its limit
+    (the smallest limit is known on the host)."""
     length_penalty(1, penalty, alpha)  # an unknown penalty fails before any work
     b, k, device = src.size(0), size, src.device
-    limit, longest = _limits(max_len, b, device)
+    limit, longest, shortest = _limits(max_len, b, device)
     every = check_every(device, every)
     memory, state = model.start(src, src_words)
     memory = memory.reorder(torch.arange(b, device=device).repeat_interleave(k))
@@ -158,48 +167,53 @@ def beam(
     fin_len = torch.zeros(b, k + 1, dtype=torch.long, device=device)
     fin_count = torch.zeros(b, dtype=torch.long, device=device)
     width = 0  # candidates per sentence each step
+    k_rows = torch.arange(k, device=device)
+    not_eos = rank = first_k = None  # made at the first step (they need the vocabulary)
     for t in range(longest + 1):
         logp = model.step(tokens, memory, state)  # (n·k, V)
         n, vocab = scores.size(0), logp.size(-1)
+        if not_eos is None or rank is None or first_k is None:
+            not_eos = torch.arange(vocab, device=device).ne(EOS)
+            width = min(2 * k, k * vocab)
+            rank = torch.arange(width, device=device)
+            first_k = rank < k
         logp[:, PAD] = float("-inf")
         logp[:, BOS] = float("-inf")
-        # at the length limit only eos may follow
-        at_limit = (limit <= t).repeat_interleave(k).unsqueeze(1)  # (n·k, 1)
-        not_eos = torch.arange(vocab, device=device).ne(EOS)
-        logp = logp.masked_fill(at_limit & not_eos, float("-inf"))
+        if t >= shortest:  # at the length limit only eos may follow
+            at_limit = (limit <= t).repeat_interleave(k).unsqueeze(1)  # (n·k, 1)
+            logp = logp.masked_fill(at_limit & not_eos, float("-inf"))
         total = (scores.view(-1, 1) + logp).view(n, k * vocab)
-        width = min(2 * k, k * vocab)
         best, index = total.topk(width, dim=-1)  # (n, 2k) candidates, best first
         beam_i, tok = index.div(vocab, rounding_mode="floor"), index.remainder(vocab)
         real = best.ne(float("-inf"))
-        rank = torch.arange(width, device=device)
         is_eos = tok.eq(EOS)
 
         # eos among the best k candidates: finished, while the sentence has room
-        ends = is_eos & real & (rank < k) & ~done.unsqueeze(1)
-        slot = fin_count[rows].unsqueeze(1) + ends.long().cumsum(1) - 1
-        ends &= slot < k
-        slot = torch.where(ends, slot, k)  # the spare slot for the rest
-        where = (rows.unsqueeze(1).expand(n, width), slot)
-        fin_score[where] = best
-        fin_len[where] = t
-        if t:
-            ended = prefix.gather(1, beam_i.unsqueeze(2).expand(n, width, t))  # (n, 2k, t)
-            fin_tokens[where[0], where[1], :t] = ended
-        fin_count.index_add_(0, rows, ends.sum(1))
+        ends = is_eos & real & first_k & ~done.unsqueeze(1)
+        if every > 1 or bool(ends.any()):
+            slot = fin_count[rows].unsqueeze(1) + ends.long().cumsum(1) - 1
+            ends &= slot < k
+            slot = torch.where(ends, slot, k)  # the spare slot for the rest
+            where = (rows.unsqueeze(1).expand(n, width), slot)
+            fin_score[where] = best
+            fin_len[where] = t
+            if t:
+                ended = prefix.gather(1, beam_i.unsqueeze(2).expand(n, width, t))  # (n, 2k, t)
+                fin_tokens[where[0], where[1], :t] = ended
+            fin_count.index_add_(0, rows, ends.sum(1))
 
         # the best k candidates that do not end go on (rank order); fewer than k: the best
         # repeated with score -inf
         goes_on = ~is_eos & real
         order = torch.where(goes_on, rank, rank + width).argsort(1)[:, :k]  # (n, k)
-        spare = torch.arange(k, device=device) >= goes_on.sum(1, keepdim=True)
+        spare = k_rows >= goes_on.sum(1, keepdim=True)
         c_beam, c_tok = beam_i.gather(1, order), tok.gather(1, order)
         c_tok = torch.where(spare, c_tok[:, :1], c_tok)
         c_score = torch.where(spare, float("-inf"), best.gather(1, order))
         places = in_place(c_beam, spare)  # most rows of the cache stay where they are
         c_beam, c_tok, scores = (x.gather(1, places) for x in (c_beam, c_tok, c_score))
         # a filler keeps whatever its row holds: nothing to copy for it
-        c_beam = torch.where(spare.gather(1, places), torch.arange(k, device=device), c_beam)
+        c_beam = torch.where(spare.gather(1, places), k_rows, c_beam)
         done = done | (fin_count[rows] >= k) | ~goes_on.any(1)
         keep = (torch.arange(n, device=device).unsqueeze(1) * k + c_beam).view(-1)  # (n·k,)
         prefix = torch.cat(

@@ -95,17 +95,26 @@ class Translator:
         device: str | torch.device = "cpu",
         decode_attention: str | None = None,
         ensemble_mode: str = "linear",
+        int8: str | None = None,
     ) -> Translator:
         """From a run directory (``checkpoint``: best | last | average | a file name in
         RUN/checkpoints), a checkpoint file, or a folder written by ``adl export``; several
         of them (a list) decode as one :class:`~adl.runtime.decode.ensemble.Ensemble`, their
-        distributions combined by ``ensemble_mode`` (linear | log_linear)."""
+        distributions combined by ``ensemble_mode`` (linear | log_linear). ``int8``
+        (dynamic | weight; CPU only): each model's linear layers in int8 through torchao
+        (:func:`adl.runtime.decode.quantize.int8`)."""
         from adl.runtime.decode.ensemble import Ensemble, check_vocabularies
 
         paths = [path] if isinstance(path, (str, Path)) else list(path)
         if not paths:
             raise ConfigError("no model to load")
         loaded = [_load_one(p, checkpoint, decode_attention) for p in paths]
+        if int8 is not None:
+            from adl.runtime.decode.quantize import int8 as quantize
+
+            if torch.device(device).type != "cpu":
+                raise ConfigError(f"int8 decoding runs on the CPU, not on {device}")
+            loaded = [(quantize(m, int8), t) for m, t in loaded]
         if len(loaded) == 1:
             model, tokenizers = loaded[0]
             return cls(model, tokenizers, device, str(paths[0]))
@@ -290,6 +299,7 @@ def load_model(
     device: str | torch.device = "cpu",
     decode_attention: str | None = None,
     ensemble_mode: str = "linear",
+    int8: str | None = None,
 ) -> Translator:
     """A trained model ready to translate, score and show its attention (``adl.load_model``):
     a :class:`Translator` from a run directory (``checkpoint``: best | last | average | a
@@ -297,7 +307,8 @@ def load_model(
     ``device``: cpu, cuda or cuda:N. ``decode_attention`` (soft | hard) decodes the
     decoder's attention that way, whatever it was trained with. A list of paths is an
     ensemble: at each step the models' distributions are combined (``ensemble_mode``:
-    ``linear``, the average probability, or ``log_linear``).
+    ``linear``, the average probability, or ``log_linear``). ``int8`` (dynamic | weight,
+    on the CPU, the ``quant`` extra) decodes with int8 linear layers made by torchao.
 
         t = adl.load_model("runs/tiny")
         t.translate(["a b c"], beam=4)                   # ['c b a']
@@ -309,7 +320,7 @@ def load_model(
     from JSON and safetensors."""
     one = isinstance(path, (str, os.PathLike))
     paths = [Path(path)] if one else [Path(p) for p in path]  # type: ignore[arg-type,union-attr]
-    return Translator.load(paths, checkpoint, device, decode_attention, ensemble_mode)
+    return Translator.load(paths, checkpoint, device, decode_attention, ensemble_mode, int8)
 
 
 def _load_one(path: str | Path, checkpoint: str, decode_attention: str | None):

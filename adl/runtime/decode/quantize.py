@@ -1,0 +1,72 @@
+"""int8 decoding through torchao (the ``quant`` extra: ``pip install 'adl[quant]'``).
+
+:func:`int8` returns a copy of a model whose ``nn.Linear`` layers hold int8 weights, made by
+torchao's ``quantize_`` (the successor of ``torch.ao.quantization.quantize_dynamic``, which
+PyTorch deprecates and this package no longer calls):
+
+- ``dynamic``: int8 weights (one scale per output channel) and int8 activations quantised on
+  the fly (one scale per row), an int8 × int8 matrix product (torchao's
+  ``Int8DynamicActivationInt8WeightConfig``);
+- ``weight``: int8 weights only, the product in the activations' precision
+  (``Int8WeightOnlyConfig``).
+
+Embeddings, layer norms and attention stay in float32; a tied output layer gets its own
+int8 copy of the weight, while the embedding keeps the float one. The copy decodes through
+the same search as the float model (``Translator(int8(model), tokenizers)``);
+bench/inference.py measures its speed and BLEU against the float model and CTranslate2.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from contextlib import contextmanager
+
+from torch import nn
+
+from adl.runtime.errors import ConfigError
+
+KINDS = ("dynamic", "weight")
+
+
+@contextmanager
+def _quiet(*names: str):
+    """Loggers ``names`` silenced but for errors: importing torchao warns about its GPU
+    kernels on a machine without them, and about torch's pytree registrations."""
+    loggers = [logging.getLogger(n) for n in names]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
+def _torchao():
+    try:
+        with _quiet("torchao", "torch.utils._pytree"):
+            from torchao import quantization
+    except ImportError:
+        raise ConfigError(
+            "int8 decoding needs torchao: pip install 'adl[quant]' (or pip install torchao)"
+        ) from None
+    return quantization
+
+
+def int8(model: nn.Module, kind: str = "dynamic") -> nn.Module:
+    """A copy of ``model`` with int8 linear layers (``kind``: dynamic or weight; see the
+    module's docstring), in eval mode; ``model`` is unchanged."""
+    if kind not in KINDS:
+        raise ConfigError(f"unknown int8 kind {kind!r}: {' or '.join(KINDS)}")
+    ao = _torchao()
+    config = (
+        ao.Int8DynamicActivationInt8WeightConfig()
+        if kind == "dynamic"
+        else ao.Int8WeightOnlyConfig()
+    )
+    quantized = copy.deepcopy(model).eval()
+    with _quiet("torchao"):
+        ao.quantize_(quantized, config, filter_fn=lambda m, _: isinstance(m, nn.Linear))
+    return quantized
