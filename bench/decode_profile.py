@@ -32,13 +32,12 @@ from collections import Counter
 from pathlib import Path
 
 import torch
+from measure import transformer
 from torch.profiler import ProfilerActivity, profile, record_function
 
 import adl
 from adl.runtime.decode.search import SearchOptions, search_ids
 
-ROOT = Path(__file__).resolve().parent.parent
-ARCH = ROOT / "architectures"
 PARTS = ("encode", "model step", "cache reorder", "search")
 SHAPES = {  # layers a side, d_model, heads, vocabulary
     "demo": (2, 256, 4, 2000),
@@ -95,16 +94,7 @@ def adl_eos() -> int:
 def untrained(name: str):
     layers, d, heads, vocab = SHAPES[name]
     torch.manual_seed(0)
-    model = adl.build(
-        ARCH / "transformer.enc.adl",
-        ARCH / "transformer.dec.adl",
-        src_vocab=vocab,
-        tgt_vocab=vocab,
-        d_model=d,
-        heads=heads,
-        dropout=0.0,
-        vars={"layers": layers},
-    )
+    model = transformer(d, heads, layers, vocab)
     return model.eval(), vocab
 
 

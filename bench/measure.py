@@ -1,15 +1,18 @@
 """What the benches share: their common options, the device to measure on, waiting for it,
-the memory autograd saves, and one layer built from its text."""
+the memory autograd saves, one layer built from its text, and the base Transformer of
+architectures/ at a size."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import torch
 
 import adl
 from adl.models import build_network
 
+ARCH = Path(__file__).resolve().parent.parent / "architectures"
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # the default of --device
 
 
@@ -71,3 +74,20 @@ def one_layer(text: str, role: str, d: int, heads: int) -> torch.nn.Module:
     """The first layer of the network ``text`` in ``role`` (no dropout), in training mode."""
     program = adl.check(text, role=role, d_model=d, heads=heads, dropout=0.0)
     return build_network(program, program.network)[0].chain.layers[0].train()
+
+
+def transformer(d: int, heads: int, layers: int, vocab: int, **settings) -> torch.nn.Module:
+    """The Transformer of architectures/transformer.{enc,dec}.adl with ``layers`` blocks a
+    side, a ``vocab``-piece vocabulary on each side and no dropout (``settings``: further
+    options of :func:`adl.build`)."""
+    return adl.build(
+        ARCH / "transformer.enc.adl",
+        ARCH / "transformer.dec.adl",
+        src_vocab=vocab,
+        tgt_vocab=vocab,
+        d_model=d,
+        heads=heads,
+        dropout=0.0,
+        vars={"layers": layers},
+        **settings,
+    )

@@ -17,31 +17,16 @@ import copy
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
-from measure import options
+from measure import options, transformer
 
-import adl
 from adl.runtime.config import OptimConfig
 from adl.runtime.training.optimizer import make as make_optimizer
 
-ROOT = Path(__file__).resolve().parent.parent
-ARCH = [str(ROOT / "architectures" / f) for f in ("transformer.enc.adl", "transformer.dec.adl")]
-
 
 def model(d: int, heads: int, layers: int, vocab: int) -> torch.nn.Module:
-    m = adl.build(
-        *ARCH,
-        src_vocab=vocab,
-        tgt_vocab=vocab,
-        d_model=d,
-        heads=heads,
-        dropout=0.0,
-        vars={"layers": layers},
-        tie_embeddings=True,
-        share_embeddings=True,
-    )
+    m = transformer(d, heads, layers, vocab, tie_embeddings=True, share_embeddings=True)
     g = torch.Generator().manual_seed(0)
     for p in m.parameters():
         p.grad = torch.randn(p.shape, generator=g) * 1e-3
