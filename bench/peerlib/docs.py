@@ -23,15 +23,13 @@ import json
 import re
 from pathlib import Path
 
+from adl.runtime.docblocks import pattern, rewrite
+
 from . import table
 from .ledger import Ledger, history_markdown
 from .stats import pair_of
 
-BLOCK = re.compile(
-    r"(<!-- peers (?P<kind>pairs|summary|ledger) (?P<folders>[^>]+?) -->\n)(?P<body>.*?)"
-    r"(<!-- end of peers (?P=kind) -->)",
-    re.S,
-)
+BLOCK = pattern("peers (?P<kind>pairs|summary|ledger)", "[^>]+?", "peers (?P=kind)")
 LABELS = {"sockeye": "Sockeye 3.1.34", "fairseq": "fairseq 0.12.3", "torch": "torch"}
 
 
@@ -70,22 +68,13 @@ def summary_markdown(folders: list[Path]) -> str:
 def update_doc(path: Path, root: Path, write: bool = True) -> list[str]:
     """Rewrite every peers block of ``path`` (folders relative to ``root``); returns the
     folders whose block changed (``write=False``: a check, nothing written)."""
-    text = path.read_text(encoding="utf-8")
-    changed: list[str] = []
 
     def fill(m: re.Match[str]) -> str:
-        folders = [root / f for f in m["folders"].split()]
+        folders = [root / f for f in m["args"].split()]
         if m["kind"] == "ledger":
-            body = history_markdown(Ledger(folders[0], root).lines())
-        elif m["kind"] == "pairs":
-            body = pairs_markdown(folders[0])
-        else:
-            body = summary_markdown(folders)
-        if body != m["body"]:
-            changed.append(m["folders"])
-        return m.group(1) + body + m.group(5)
+            return history_markdown(Ledger(folders[0], root).lines())
+        if m["kind"] == "pairs":
+            return pairs_markdown(folders[0])
+        return summary_markdown(folders)
 
-    new = BLOCK.sub(fill, text)
-    if write and new != text:
-        path.write_text(new, encoding="utf-8")
-    return changed
+    return rewrite(path, BLOCK, fill, write)

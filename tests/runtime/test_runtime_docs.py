@@ -106,7 +106,7 @@ def test_the_experiments_tables_are_the_committed_results():
     from adl.runtime.sweep.report import BLOCK, update_doc
 
     path = ROOT / "docs" / "experiments.md"
-    blocks = [m["spec"] for m in BLOCK.finditer(path.read_text(encoding="utf-8"))]
+    blocks = [m["args"] for m in BLOCK.finditer(path.read_text(encoding="utf-8"))]
     assert sorted(blocks) == sorted(sweep.bundled())
     assert update_doc(path, write=False) == [], (
         "run adl sweep report --update-doc docs/experiments.md"

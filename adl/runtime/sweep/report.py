@@ -10,18 +10,14 @@ A document holds a table as a block that this module rewrites::
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from adl.runtime.errors import UserError
+from adl.runtime.docblocks import pattern, rewrite
 from adl.runtime.sweep.markdown import markdown
 from adl.runtime.sweep.planning import load_plan
 from adl.runtime.sweep.table import build
 
-BLOCK = re.compile(
-    r"(<!-- adl sweep report (?P<spec>\S+) -->\n)(?P<body>.*?)(<!-- end of adl sweep report -->)",
-    re.S,
-)
+BLOCK = pattern("adl sweep report", r"\S+")
 
 
 def report(target: str | Path, results: str | Path | None = None, title: bool = True) -> str:
@@ -35,20 +31,4 @@ def update_doc(
 ) -> list[str]:
     """Rewrite every report block of the document at ``path`` from the result files; returns
     the specs whose block changed (with ``write=False`` nothing is written: a check)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror}") from None
-    changed: list[str] = []
-
-    def fill(m: re.Match[str]) -> str:
-        body = report(m["spec"], results, title=False)
-        if body != m["body"]:
-            changed.append(m["spec"])
-        return m.group(1) + body + m.group(4)
-
-    new = BLOCK.sub(fill, text)
-    if write and new != text:
-        path.write_text(new, encoding="utf-8")
-    return changed
+    return rewrite(path, BLOCK, lambda m: report(m["args"], results, title=False), write)
