@@ -4,6 +4,7 @@ CTranslate2 float32 and int8, greedy and beam 4, in one run, with BLEU beside ea
     python bench/inference.py --run runs/demo --json out.json   # a trained run (the demo's)
     python bench/inference.py --minutes 3                        # or: train a small one first
     python bench/inference.py --table docs/results/bench/inference_demo.json  # its tables
+    python bench/inference.py --update-doc docs/performance.md   # the doc's tables from it
 
 The test sentences are the bundled default corpus' test split (English-French Bible verses,
 ``adl data bible``; --data, --cache as for ``adl demo``). Without --run, the small_cpu
@@ -150,6 +151,17 @@ def tables(result: dict) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def update_doc(doc: Path, root: Path = ROOT, write: bool = True) -> list[str]:
+    """Rewrite the ``<!-- bench inference RESULT.json -->`` blocks of ``doc`` from their committed
+    result files (paths relative to ``root``); returns those that changed."""
+    from adl.runtime.docblocks import pattern, rewrite
+
+    blocks = pattern("bench inference", r"\S+")
+    return rewrite(
+        doc, blocks, lambda m: tables(json.loads((root / m["args"]).read_text("utf-8"))), write
+    )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--run", type=Path, help="a trained run (default: train a small one)")
@@ -165,7 +177,13 @@ def main() -> None:
     p.add_argument("--work", type=Path, help="where to put the run and exports (default: tmp)")
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument("--table", type=Path, help="print the tables of this result file and stop")
+    p.add_argument(
+        "--update-doc", type=Path, help="rewrite this document's blocks from their results"
+    )
     args = p.parse_args()
+    if args.update_doc:
+        print("changed:", update_doc(args.update_doc) or "nothing")
+        return
     if args.table:
         print(tables(json.loads(args.table.read_text())), end="")
         return

@@ -13,7 +13,9 @@ PyTorch deprecates and this package no longer calls):
 Embeddings, layer norms and attention stay in float32; a tied output layer gets its own
 int8 copy of the weight, while the embedding keeps the float one. The copy decodes through
 the same search as the float model (``Translator(int8(model), tokenizers)``);
-bench/inference.py measures its speed and BLEU against the float model and CTranslate2.
+bench/inference.py measures its speed and BLEU against the float model and CTranslate2. On a
+CPU, ``weight`` is the default: torchao's ``dynamic`` decodes the demo's model several times
+slower than float32 (docs/performance.md, "Inference engines").
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def _torchao():
     return quantization
 
 
-def int8(model: nn.Module, kind: str = "dynamic") -> nn.Module:
+def int8(model: nn.Module, kind: str = "weight") -> nn.Module:
     """A copy of ``model`` with int8 linear layers (``kind``: dynamic or weight; see the
     module's docstring), in eval mode; ``model`` is unchanged."""
     if kind not in KINDS:
