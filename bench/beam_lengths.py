@@ -33,6 +33,7 @@ import sys
 from pathlib import Path
 
 import torch
+from measure import update_doc as update_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -168,14 +169,8 @@ def key(beam: int, penalty: str, alpha: float | None) -> str:
 
 
 def update_doc(doc: Path, root: Path = ROOT, write: bool = True) -> list[str]:
-    """Rewrite the ``<!-- bench beam_lengths RESULT.json -->`` blocks of ``doc`` from their committed
-    result files (paths relative to ``root``); returns those that changed."""
-    from adl.runtime.docblocks import pattern, rewrite
-
-    blocks = pattern("bench beam_lengths", r"\S+")
-    return rewrite(
-        doc, blocks, lambda m: document(json.loads((root / m["args"]).read_text("utf-8"))), write
-    )
+    """The ``<!-- bench beam_lengths RESULT.json -->`` blocks of ``doc`` from their results."""
+    return update_blocks(doc, "beam_lengths", document, root, write)
 
 
 def main() -> None:

@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 import torch
+from measure import update_doc as update_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = "CTranslate2 float32"  # the check's baseline: ADL's own search >= 0.8x its speed
@@ -152,14 +153,8 @@ def tables(result: dict) -> str:
 
 
 def update_doc(doc: Path, root: Path = ROOT, write: bool = True) -> list[str]:
-    """Rewrite the ``<!-- bench inference RESULT.json -->`` blocks of ``doc`` from their committed
-    result files (paths relative to ``root``); returns those that changed."""
-    from adl.runtime.docblocks import pattern, rewrite
-
-    blocks = pattern("bench inference", r"\S+")
-    return rewrite(
-        doc, blocks, lambda m: tables(json.loads((root / m["args"]).read_text("utf-8"))), write
-    )
+    """The ``<!-- bench inference RESULT.json -->`` blocks of ``doc`` from their results."""
+    return update_blocks(doc, "inference", tables, root, write)
 
 
 def main() -> None:

@@ -1,10 +1,12 @@
 """What the benches share: their common options, the device to measure on, waiting for it,
-the memory autograd saves, one layer built from its text, and the base Transformer of
-architectures/ at a size."""
+the memory autograd saves, one layer built from its text, the base Transformer of
+architectures/ at a size, and a document's tables rewritten from committed results."""
 
 from __future__ import annotations
 
 import argparse
+import json
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -12,7 +14,8 @@ import torch
 import adl
 from adl.models import build_network
 
-ARCH = Path(__file__).resolve().parent.parent / "architectures"
+ROOT = Path(__file__).resolve().parent.parent
+ARCH = ROOT / "architectures"
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # the default of --device
 
 
@@ -91,3 +94,15 @@ def transformer(d: int, heads: int, layers: int, vocab: int, **settings) -> torc
         vars={"layers": layers},
         **settings,
     )
+
+
+def update_doc(
+    doc: Path, kind: str, render: Callable[[dict], str], root: Path = ROOT, write: bool = True
+) -> list[str]:
+    """Rewrite the ``<!-- bench KIND RESULT.json -->`` blocks of ``doc`` with ``render`` of
+    their committed result files (paths relative to ``root``); returns those that changed."""
+    from adl.runtime.docblocks import pattern, rewrite
+
+    blocks = pattern(f"bench {kind}", r"\S+")
+    fill = lambda m: render(json.loads((root / m["args"]).read_text("utf-8")))
+    return rewrite(doc, blocks, fill, write)
