@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from conftest import run_cli, sets
 from runtime_helpers import QUICK, data_args, env, model_files, reverse_task
 
@@ -116,6 +117,7 @@ def test_two_gloo_processes_agree_split_the_data_and_only_rank_0_writes(tmp_path
     assert "2 processes" in log and log.count("done (max epochs)") == 1
 
 
+@pytest.mark.slow  # about 35 s: torchrun starts its workers
 def test_adl_train_nproc_launches_torchrun(tmp_path):
     paths = reverse_task(tmp_path / "data", train=100, valid=5)
     out = tmp_path / "run"

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import time
 
+import pytest
 import torch
 from conftest import sets
 from runtime_helpers import (
@@ -25,6 +26,7 @@ from adl.runtime.rundir import RunDir
 N = 150
 
 
+@pytest.mark.slow  # about 50 s: two trainings to compare bit for bit
 def test_sigkill_then_resume_is_bit_identical(tmp_path):
     paths = reverse_task(tmp_path / "data", train=300, valid=10)
     common = [

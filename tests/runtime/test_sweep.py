@@ -40,6 +40,7 @@ def tiny_task(folder: Path, steps: int = 20, valid_every: int = 10) -> Path:
     return write_reverse_sweep(folder, "tiny", sizes, (3, 6), 1, steps, settings, 2, hard)
 
 
+@pytest.mark.slow  # about a minute: a whole sweep of real runs
 def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path, monkeypatch):
     monkeypatch.setattr(costs, "ROUNDS", 2)  # the cost columns' workload, small for a test
     monkeypatch.setattr(costs, "SENTENCES", 4)
