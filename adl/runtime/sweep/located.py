@@ -150,6 +150,16 @@ class Values:
             return None
         return value
 
+    def section(self, doc: Map, key: str, allowed: tuple[str, ...]) -> Map | None:
+        """``doc[key]``, a mapping whose keys are among ``allowed`` (each other one an
+        error), or None where the key is absent or not a mapping."""
+        if key not in doc:
+            return None
+        m = self.mapping(doc[key], doc.value_mark(key), key)
+        if m is not None:
+            self.keys(m, allowed, key)
+        return m
+
     def keys(self, m: Map, allowed: tuple[str, ...], what: str) -> None:
         for key in m:
             if key not in allowed:

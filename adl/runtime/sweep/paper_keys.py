@@ -15,12 +15,9 @@ class PaperKeys(Values):
     """The spec reader's ``paper_scale:`` key (reader.py's reader is one)."""
 
     def paper_scale(self, doc: Map, spec: Spec) -> None:
-        if "paper_scale" not in doc:
-            return
-        m = self.mapping(doc["paper_scale"], doc.value_mark("paper_scale"), "paper_scale")
+        m = self.section(doc, "paper_scale", PAPER_KEYS)
         if m is None:
             return
-        self.keys(m, PAPER_KEYS, "paper_scale")
         for key in ("preset", "steps"):
             if key not in m:
                 self.add(m.mark, f"paper_scale needs {key}:")

@@ -14,12 +14,9 @@ class RegimeKeys(Values):
     """The spec reader's ``regime:`` key (reader.py's reader is one)."""
 
     def regime(self, doc: Map, spec: Spec) -> None:
-        if "regime" not in doc:
-            return
-        m = self.mapping(doc["regime"], doc.value_mark("regime"), "regime")
+        m = self.section(doc, "regime", REGIME_KEYS)
         if m is None:
             return
-        self.keys(m, REGIME_KEYS, "regime")
         where = doc.key_mark("regime")
         sizes = self.sizes(m)
         found = RegimeSpec(sizes or [], mark=where)  # the other keys are checked all the same
