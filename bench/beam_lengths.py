@@ -45,13 +45,16 @@ def criterion(score: float, length: int, penalty: str, alpha: float) -> float:
     return score / length_penalty(length, penalty, alpha)
 
 
-def pieces(translator, lines: list[str]) -> list[int]:
-    """Each line's length in target pieces, eos included."""
-    return [len(ids) + 1 for ids in translator.tokenizers.encode_tgt(lines)]
+def scored(translator, sources: list[str], lines: list[str]) -> list[tuple[float, int]]:
+    """The model's log-probability of each line given its source, and the line's length in
+    target pieces (eos included)."""
+    lengths = [len(ids) + 1 for ids in translator.tokenizers.encode_tgt(lines)]
+    return list(zip(translator.score(sources, lines), lengths))
 
 
-def one_setting(translator, sources, refs, beam, penalty, alpha, greedy=None) -> dict:
-    """BLEU, lengths and the model's scores of one setting on one set."""
+def one_setting(translator, sources, refs, beam, penalty, alpha, against=None) -> dict:
+    """BLEU and lengths of one setting on one set, and (``against``: the greedy output's and
+    the references' :func:`scored`, the same for every setting) the model's verdicts."""
     from sacrebleu.metrics import BLEU
 
     from adl.runtime.decode.search import SearchOptions
@@ -68,14 +71,11 @@ def one_setting(translator, sources, refs, beam, penalty, alpha, greedy=None) ->
         "brevity_penalty": bleu.bp,
         "hyps": hyps,
     }
-    if greedy is not None:
-        crit = lambda scores, lines: [
-            criterion(s, n, penalty, alpha) for s, n in zip(scores, pieces(translator, lines))
-        ]
-        mine = crit(translator.score(sources, hyps), hyps)
-        theirs = crit(translator.score(sources, greedy), greedy)
-        ref = crit(translator.score(sources, refs), refs)
-        row["search_errors"] = sum(m < g - 1e-4 for m, g in zip(mine, theirs))
+    if against is not None:
+        crit = lambda found: [criterion(s, n, penalty, alpha) for s, n in found]
+        mine = crit(scored(translator, sources, hyps))
+        greedy, ref = crit(against["greedy"]), crit(against["reference"])
+        row["search_errors"] = sum(m < g - 1e-4 for m, g in zip(mine, greedy))
         row["beam_over_reference"] = sum(m > r for m, r in zip(mine, ref))
         row["sentences"] = len(sources)
     return row
@@ -213,11 +213,13 @@ def main() -> None:
     result: dict = {"run": str(args.run), "data": str(args.data), "sets": {}}
     for split, (sources, refs) in sets.items():
         greedy = one_setting(translator, sources, refs, 1, "none", 1.0)
+        against = {
+            "greedy": scored(translator, sources, greedy["hyps"]),
+            "reference": scored(translator, sources, refs),
+        }
         rows = [greedy]
         for beam, penalty, alpha in grid:
-            rows.append(
-                one_setting(translator, sources, refs, beam, penalty, alpha, greedy["hyps"])
-            )
+            rows.append(one_setting(translator, sources, refs, beam, penalty, alpha, against))
             print(f"  {split} {name(rows[-1])}: BLEU {rows[-1]['bleu']:.2f}", file=sys.stderr)
         result["sets"][split] = [{k: v for k, v in r.items() if k != "hyps"} for r in rows]
     if args.ctranslate2:

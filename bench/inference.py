@@ -86,7 +86,6 @@ def measure(searches: dict, sources, refs, beam: int, rounds: int) -> list[dict]
     """Each engine's rows of one beam size: seconds per round, BLEU, length ratio."""
     from sacrebleu.metrics import BLEU
 
-    from adl.runtime.decode.bleu import score
     from adl.runtime.decode.search import SearchOptions
 
     options = SearchOptions(beam=beam)
@@ -120,7 +119,7 @@ def measure(searches: dict, sources, refs, beam: int, rounds: int) -> list[dict]
                     other: {"median": statistics.median(r), "min": min(r), "max": max(r)}
                     for other, r in ratio.items()
                 },
-                "bleu": score(hyps[name], refs)["bleu"],
+                "bleu": bleu.score,
                 "length_ratio": bleu.sys_len / bleu.ref_len,
             }
         )

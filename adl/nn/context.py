@@ -115,7 +115,7 @@ class Prefix:
             return
         rows, used = index.numel(), self.length
         if in_place and rows == self.k.size(0):
-            self._move((moves or RowMoves(index)).found())
+            self._move((moves or RowMoves(index)).found)
             return
         spare = self.spare
         if spare is None or spare[0].size(0) != rows:
@@ -149,18 +149,16 @@ class RowMoves:
 
     def __init__(self, index: Tensor) -> None:
         self.index = index
-        self.moves: tuple[Tensor, Tensor] | None = None
-        self.looked = False
 
+    @cached_property
     def found(self) -> tuple[Tensor, Tensor] | None:
         """(moved rows, their sources), or None when no row moves."""
-        if not self.looked:
-            index, self.looked = self.index, True
-            moved = index.ne(torch.arange(index.numel(), device=index.device)).nonzero()
-            if moved.numel():
-                moved = moved.squeeze(1)
-                self.moves = moved, index.index_select(0, moved)
-        return self.moves
+        index = self.index
+        moved = index.ne(torch.arange(index.numel(), device=index.device)).nonzero()
+        if not moved.numel():
+            return None
+        moved = moved.squeeze(1)
+        return moved, index.index_select(0, moved)
 
 
 class DecodeState:

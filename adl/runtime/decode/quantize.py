@@ -20,9 +20,9 @@ slower than float32 (docs/performance.md, "Inference engines").
 
 from __future__ import annotations
 
-import copy
 import logging
 from contextlib import contextmanager
+from copy import deepcopy
 
 from torch import nn
 
@@ -57,9 +57,10 @@ def _torchao():
     return quantization
 
 
-def int8(model: nn.Module, kind: str = "weight") -> nn.Module:
+def int8(model: nn.Module, kind: str = "weight", copy: bool = True) -> nn.Module:
     """A copy of ``model`` with int8 linear layers (``kind``: dynamic or weight; see the
-    module's docstring), in eval mode; ``model`` is unchanged."""
+    module's docstring), in eval mode; ``model`` is unchanged (``copy=False``: ``model``
+    itself is quantised, for a model nothing else holds)."""
     if kind not in KINDS:
         raise ConfigError(f"unknown int8 kind {kind!r}: {' or '.join(KINDS)}")
     ao = _torchao()
@@ -68,7 +69,7 @@ def int8(model: nn.Module, kind: str = "weight") -> nn.Module:
         if kind == "dynamic"
         else ao.Int8WeightOnlyConfig()
     )
-    quantized = copy.deepcopy(model).eval()
+    quantized = (deepcopy(model) if copy else model).eval()
     with _quiet("torchao"):
         ao.quantize_(quantized, config, filter_fn=lambda m, _: isinstance(m, nn.Linear))
     return quantized

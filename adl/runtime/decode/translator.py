@@ -108,13 +108,13 @@ class Translator:
         paths = [path] if isinstance(path, (str, Path)) else list(path)
         if not paths:
             raise ConfigError("no model to load")
+        if int8 is not None and torch.device(device).type != "cpu":
+            raise ConfigError(f"int8 decoding runs on the CPU, not on {device}")
         loaded = [_load_one(p, checkpoint, decode_attention) for p in paths]
         if int8 is not None:
             from adl.runtime.decode.quantize import int8 as quantize
 
-            if torch.device(device).type != "cpu":
-                raise ConfigError(f"int8 decoding runs on the CPU, not on {device}")
-            loaded = [(quantize(m, int8), t) for m, t in loaded]
+            loaded = [(quantize(m, int8, copy=False), t) for m, t in loaded]
         if len(loaded) == 1:
             model, tokenizers = loaded[0]
             return cls(model, tokenizers, device, str(paths[0]))
