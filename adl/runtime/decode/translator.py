@@ -90,22 +90,37 @@ class Translator:
     @classmethod
     def load(
         cls,
-        path: str | Path | Sequence[str | Path],
+        path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         checkpoint: str = "best",
         device: str | torch.device = "cpu",
         decode_attention: str | None = None,
         ensemble_mode: str = "linear",
         int8: str | None = None,
     ) -> Translator:
-        """From a run directory (``checkpoint``: best | last | average | a file name in
-        RUN/checkpoints), a checkpoint file, or a folder written by ``adl export``; several
-        of them (a list) decode as one :class:`~adl.runtime.decode.ensemble.Ensemble`, their
-        distributions combined by ``ensemble_mode`` (linear | log_linear). ``int8``
-        (dynamic | weight; CPU only): each model's linear layers in int8 through torchao
-        (:func:`adl.runtime.decode.quantize.int8`)."""
+        """A trained model ready to translate, score and show its attention
+        (``adl.load_model`` is this method): from a run directory (``checkpoint``: best |
+        last | average | a file name in RUN/checkpoints), a checkpoint file, or a folder
+        written by ``adl export``. ``device``: cpu, cuda or cuda:N. ``decode_attention``
+        (soft | hard) decodes the decoder's attention that way, whatever it was trained
+        with. A list of paths is an ensemble
+        (:class:`~adl.runtime.decode.ensemble.Ensemble`): at each step the models'
+        distributions are combined (``ensemble_mode``: ``linear``, the average probability,
+        or ``log_linear``). ``int8`` (dynamic | weight, on the CPU, the ``quant`` extra)
+        decodes with int8 linear layers made by torchao
+        (:func:`adl.runtime.decode.quantize.int8`).
+
+            t = adl.load_model("runs/tiny")
+            t.translate(["a b c"], beam=4)                   # ['c b a']
+            adl.load_model(["runs/a", "runs/b"])             # an ensemble of two runs
+
+        (docs/runtime.md, "Using a trained model", runs it on a real run.)
+
+        Nothing is unpickled: checkpoints load with ``torch.load(weights_only=True)``,
+        exports from JSON and safetensors."""
         from adl.runtime.decode.ensemble import Ensemble, check_vocabularies
 
-        paths = [path] if isinstance(path, (str, Path)) else list(path)
+        one = isinstance(path, (str, os.PathLike))
+        paths = [Path(path)] if one else [Path(p) for p in path]  # type: ignore[arg-type,union-attr]
         if not paths:
             raise ConfigError("no model to load")
         if int8 is not None and torch.device(device).type != "cpu":
@@ -293,34 +308,8 @@ class Translator:
         )
 
 
-def load_model(
-    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-    checkpoint: str = "best",
-    device: str | torch.device = "cpu",
-    decode_attention: str | None = None,
-    ensemble_mode: str = "linear",
-    int8: str | None = None,
-) -> Translator:
-    """A trained model ready to translate, score and show its attention (``adl.load_model``):
-    a :class:`Translator` from a run directory (``checkpoint``: best | last | average | a
-    file name in RUN/checkpoints), a checkpoint file, or a folder written by ``adl export``.
-    ``device``: cpu, cuda or cuda:N. ``decode_attention`` (soft | hard) decodes the
-    decoder's attention that way, whatever it was trained with. A list of paths is an
-    ensemble: at each step the models' distributions are combined (``ensemble_mode``:
-    ``linear``, the average probability, or ``log_linear``). ``int8`` (dynamic | weight,
-    on the CPU, the ``quant`` extra) decodes with int8 linear layers made by torchao.
-
-        t = adl.load_model("runs/tiny")
-        t.translate(["a b c"], beam=4)                   # ['c b a']
-        adl.load_model(["runs/a", "runs/b"])             # an ensemble of two runs
-
-    (docs/runtime.md, "Using a trained model", runs it on a real run.)
-
-    Nothing is unpickled: checkpoints load with ``torch.load(weights_only=True)``, exports
-    from JSON and safetensors."""
-    one = isinstance(path, (str, os.PathLike))
-    paths = [Path(path)] if one else [Path(p) for p in path]  # type: ignore[arg-type,union-attr]
-    return Translator.load(paths, checkpoint, device, decode_attention, ensemble_mode, int8)
+# ``adl.load_model``: the same door as ``Translator.load``, under the API's name
+load_model = Translator.load
 
 
 def _load_one(path: str | Path, checkpoint: str, decode_attention: str | None):
