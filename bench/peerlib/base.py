@@ -123,6 +123,15 @@ class System:
         with ``model``, greedy (``beam`` 1) or with a beam, within the recipe's length limit."""
         raise NotImplementedError
 
+    def search_args(self, beam: int, split: str, output: Path) -> list[str]:
+        """The flags ADL's ``translate`` and the plain loop's share: the beam, the device, the
+        recipe's length limit (``--len-a``, ``--len-b``), the split's raw text in, ``output``
+        out."""
+        r = self.recipe
+        argv = ["--beam", str(beam), "--device", self.device]
+        argv += ["--len-a", f"{r.len_a:g}", "--len-b", str(r.len_b)]
+        return argv + ["--input", str(self.data.raw[split][0]), "--output", str(output)]
+
     def average(self, models: list[str], output: str) -> Step:
         """Average ``models`` (checkpoint names) into the file ``output`` (in ``out``)."""
         raise NotImplementedError

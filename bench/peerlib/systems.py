@@ -64,11 +64,8 @@ class ADL(System):
         return Step("train", argv)
 
     def translate(self, model: str, beam: int, split: str, output: Path) -> Step:
-        r = self.recipe
         argv = [self.python, "-m", "adl", "translate", "--model", str(self.run)]
-        argv += ["--checkpoint", model, "--beam", str(beam), "--device", self.device]
-        argv += ["--len-a", f"{r.len_a:g}", "--len-b", str(r.len_b)]
-        argv += ["--input", str(self.data.raw[split][0]), "--output", str(output)]
+        argv += ["--checkpoint", model, *self.search_args(beam, split, output)]
         return Step.translation(beam, argv)
 
     def checkpoint_path(self, name: str) -> Path:
@@ -97,11 +94,8 @@ class TorchLoop(System):
         return Step("train", argv)
 
     def translate(self, model: str, beam: int, split: str, output: Path) -> Step:
-        r = self.recipe
         argv = [*self._script("decode"), "--out", str(self.out), "--checkpoint", model]
-        argv += ["--spm", str(self.data.spm), "--device", self.device, "--beam", str(beam)]
-        argv += ["--len-a", f"{r.len_a:g}", "--len-b", str(r.len_b)]
-        argv += ["--input", str(self.data.raw[split][0]), "--output", str(output)]
+        argv += ["--spm", str(self.data.spm), *self.search_args(beam, split, output)]
         return Step.translation(beam, argv)
 
     def checkpoint_path(self, name: str) -> Path:
