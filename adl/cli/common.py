@@ -26,6 +26,11 @@ def add_checkpoint_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_langs_option(p: argparse.ArgumentParser, files: str) -> None:
+    """``--langs SRC TGT``: the language suffixes of ``files`` (PREFIX.SRC, PREFIX.TGT)."""
+    p.add_argument("--langs", nargs=2, metavar=("SRC", "TGT"), help=f"{files}' suffixes")
+
+
 def add_model_options(p: argparse.ArgumentParser) -> None:
     # None: not given (a preset's value, else DEFAULTS)
     p.add_argument("--d-model", type=int, metavar="N", help=f"model size ({Hyper.d_model})")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_bible_options
+from .common import add_bible_options, add_langs_option
 
 HELP = "obtain a corpus"
 
@@ -38,7 +38,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "--data OUT.",
     )
     f.add_argument("folder", metavar="DIR", help="the folder of the six files")
-    f.add_argument("--langs", nargs=2, metavar=("SRC", "TGT"), help="the files' suffixes")
+    add_langs_option(f, "the six files")
     f.add_argument("--out", required=True, help="where to write the corpus")
     bpe = f.add_mutually_exclusive_group()
     bpe.add_argument("--remove-bpe", dest="bpe", action="store_true", default=None)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import UsageError, add_set_option
+from .common import UsageError, add_langs_option, add_set_option
 from .sweep import ENGINES
 from .sweep import _slurm as slurm_options  # the sweep's reading of --slurm KEY=VALUE
 
@@ -62,7 +62,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
         kind = KINDS[typed[0]] if typed else str
         default = kind(typed[1]) if typed else None
         p.add_argument(flag, type=kind, default=default, metavar=metavar, help=text)
-    p.add_argument("--langs", nargs=2, metavar=("SRC", "TGT"), help="the data's suffixes")
+    add_langs_option(p, "the data files")
     p.add_argument("--baseline", nargs=2, metavar=("ENC", "DEC"), help="confirm: its baseline")
     p.add_argument("--check", action="store_true", help="confirm: write and check only")
     p.add_argument("--executor", choices=ENGINES, default="local", help="where workers run")

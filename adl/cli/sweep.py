@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import UsageError
+from .common import UsageError, add_langs_option
 
 HELP = "train and compare several systems over seeds (a paper's table)"
 
@@ -75,7 +75,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
         help="train on your corpus instead of the spec's: DIR/{train,valid,test}.{SRC,TGT} "
         "(adl data files writes one from fairseq's prepare-iwslt14.sh output)",
     )
-    p.add_argument("--langs", nargs=2, metavar=("SRC", "TGT"), help="--data's file suffixes")
+    add_langs_option(p, "the --data folder's files")
     what = p.add_mutually_exclusive_group()
     what.add_argument(
         "--status", action="store_true", help="show which runs are done, running, failed, why"

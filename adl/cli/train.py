@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from ..roles import stem
-from .common import UsageError, add_set_option
+from .common import UsageError, add_langs_option, add_set_option
 
 HELP = "train a model on parallel text"
 
@@ -40,7 +40,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
         help="training data PREFIX.SRC / PREFIX.TGT (with --langs), or one file of pairs: "
         "FILE.tsv (source<TAB>target) or FILE.jsonl (.gz too)",
     )
-    p.add_argument("--langs", nargs=2, metavar=("SRC", "TGT"), help="language suffixes")
+    add_langs_option(p, "the data files")
     p.add_argument("--train-src", metavar="FILE", help="training source file")
     p.add_argument("--train-tgt", metavar="FILE", help="training target file")
     p.add_argument(
