@@ -39,6 +39,8 @@ from pathlib import Path
 import torch
 from measure import update_doc as update_blocks
 
+from adl.runtime.search_options import SearchOptions
+
 ROOT = Path(__file__).resolve().parent.parent
 BASE = "CTranslate2 float32"  # the check's baseline: ADL's own search >= 0.8x its speed
 ADL = "ADL float32"
@@ -82,13 +84,17 @@ def engines(run: Path, work: Path, device: str, threads: int, int8: list[str]) -
     return found
 
 
-def measure(searches: dict, sources, refs, beam: int, rounds: int) -> list[dict]:
-    """Each engine's rows of one beam size: seconds per round, BLEU, length ratio."""
+def measure(
+    searches: dict, sources, refs, beam: int, rounds: int, max_tokens: int | None = None
+) -> list[dict]:
+    """Each engine's rows of one beam size: seconds per round, BLEU, length ratio. Every
+    engine batches the same sentences: ``max_tokens`` source tokens x beam a batch (the
+    search options' default when None)."""
     from sacrebleu.metrics import BLEU
 
-    from adl.runtime.decode.search import SearchOptions
-
     options = SearchOptions(beam=beam)
+    if max_tokens is not None:
+        options = SearchOptions(beam=beam, max_tokens=max_tokens)
     names = list(searches)
     seconds: dict[str, list[float]] = {n: [] for n in names}
     hyps: dict[str, list[str]] = {}
@@ -121,6 +127,10 @@ def measure(searches: dict, sources, refs, beam: int, rounds: int) -> list[dict]
                 },
                 "bleu": bleu.score,
                 "length_ratio": bleu.sys_len / bleu.ref_len,
+                # translations equal to ADL float32's, letter for letter
+                "same_as_adl": sum(a == b for a, b in zip(hyps[name], hyps[ADL]))
+                if ADL in hyps
+                else None,
             }
         )
     return rows
@@ -129,23 +139,27 @@ def measure(searches: dict, sources, refs, beam: int, rounds: int) -> list[dict]
 def tables(result: dict) -> str:
     """The markdown tables of a result (what docs/performance.md shows), one per beam."""
     out = []
+    tokens = result["meta"].get("max_tokens")
     for beam in sorted({row["beam"] for row in result["rows"]}):
         rows = [row for row in result["rows"] if row["beam"] == beam]
         search = "greedy" if beam == 1 else f"beam {beam}"
+        batches = f" (batches of {tokens // beam:,} source tokens, both engines)" if tokens else ""
         out += [
-            f"{search}:",
+            f"{search}{batches}:",
             "",
             "| engine | sentences/s | vs CTranslate2 float32 (rounds) | vs ADL float32 | BLEU "
-            "| length ratio |",
-            "|---|---:|---:|---:|---:|---:|",
+            "| length ratio | same output as ADL float32 |",
+            "|---|---:|---:|---:|---:|---:|---:|",
         ]
+        n = result["meta"]["sentences"]
         for row in rows:
             base, adl = row["vs"].get(BASE), row["vs"].get(ADL)
             spread = lambda r: f"{r['median']:.2f}x ({r['min']:.2f}–{r['max']:.2f})"
+            same = "–" if row.get("same_as_adl") is None else f"{row['same_as_adl']:,}/{n:,}"
             out.append(
                 f"| {row['engine']} | {row['sentences_per_s']:,.1f} | "
                 f"{spread(base) if base else '–'} | {adl['median']:.2f}x | "
-                f"{row['bleu']:.2f} | {row['length_ratio']:.3f} |"
+                f"{row['bleu']:.2f} | {row['length_ratio']:.3f} | {same} |"
             )
         out.append("")
     return "\n".join(out).rstrip() + "\n"
@@ -167,6 +181,12 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3, help="timed rounds per beam size")
     p.add_argument("--int8", default="dynamic,weight", help="torchao int8 kinds ('' for none)")
     p.add_argument("--threads", type=int, default=2, help="CPU threads of every engine")
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=SearchOptions().max_tokens,
+        help="source tokens x beam a batch, for every engine (default: the search's)",
+    )
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--work", type=Path, help="where to put the run and exports (default: tmp)")
     p.add_argument("--json", type=Path, help="write the results here")
@@ -201,7 +221,7 @@ def main() -> None:
     load = os.getloadavg()[0]
     rows = []
     for beam in (int(b) for b in args.beams.split(",")):
-        rows += measure(searches, sources, refs, beam, args.rounds)
+        rows += measure(searches, sources, refs, beam, args.rounds, args.max_tokens)
     import ctranslate2
 
     result = {
@@ -212,6 +232,7 @@ def main() -> None:
             "threads": args.threads,
             "device": args.device,
             "rounds": args.rounds,
+            "max_tokens": args.max_tokens,
             "torch": torch.__version__,
             "ctranslate2": ctranslate2.__version__,
             "torchao": _version("torchao"),

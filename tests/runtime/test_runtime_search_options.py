@@ -130,3 +130,23 @@ def test_the_previous_releases_names_still_work_one_release():
     assert (args.penalty, args.len_a, args.len_b, args.max_tokens) == ("gnmt", 1.2, 4, 100)
     code, _, err = run_cli("translate", "--model", "nowhere", "--max-len-a", "-1")
     assert code == 2 and "--max-len-a is renamed --len-a" in err and "len_a must be" in err
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_max_tokens_means_source_tokens_times_beam_in_the_ctranslate2_backend(beam):
+    """ADL's search fills a batch up to ``max_tokens`` source tokens x beam; CTranslate2
+    counts a batch's source tokens alone, so it is given ``max_tokens / beam``: both engines
+    batch the same sentences (the 4x larger batches CTranslate2 once got at beam 4 made
+    bench/inference.py's comparison unequal)."""
+    calls = []
+
+    class Engine:
+        def translate_batch(self, pieces, **settings):
+            calls.append(settings)
+            return []
+
+    t = Ct2Translator.__new__(Ct2Translator)
+    t.engine = Engine()
+    t._batch([["a", "b"]], SearchOptions(beam=beam, max_tokens=4096), limit=10)
+    assert calls[0]["batch_type"] == "tokens"
+    assert calls[0]["max_batch_size"] == 4096 // beam

@@ -92,14 +92,16 @@ class Ct2Translator:
         return results
 
     def _batch(self, pieces: list[list[str]], options: SearchOptions, limit: int) -> list:
-        """One ``translate_batch`` call (CTranslate2 makes batches of ``max_tokens``)."""
+        """One ``translate_batch`` call. CTranslate2 counts a batch's source tokens, where
+        ``max_tokens`` counts source tokens x beam (the batches ADL's own search makes): it is
+        given ``max_tokens / beam``, so that both engines batch the same sentences."""
         return self.engine.translate_batch(
             pieces,
             beam_size=options.beam,
             num_hypotheses=options.nbest,
             length_penalty=options.alpha if options.penalty != "none" else 0.0,
             max_decoding_length=limit,
-            max_batch_size=options.max_tokens,
+            max_batch_size=max(1, options.max_tokens // options.beam),
             batch_type="tokens",
             return_scores=True,
             suppress_sequences=[["<pad>"], ["<s>"]],
