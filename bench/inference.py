@@ -181,12 +181,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3, help="timed rounds per beam size")
     p.add_argument("--int8", default="dynamic,weight", help="torchao int8 kinds ('' for none)")
     p.add_argument("--threads", type=int, default=2, help="CPU threads of every engine")
-    p.add_argument(
-        "--max-tokens",
-        type=int,
-        default=SearchOptions().max_tokens,
-        help="source tokens x beam a batch, for every engine (default: the search's)",
-    )
+    tokens = SearchOptions().max_tokens  # the search's default
+    p.add_argument("--max-tokens", type=int, default=tokens, help="source tokens x beam a batch")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--work", type=Path, help="where to put the run and exports (default: tmp)")
     p.add_argument("--json", type=Path, help="write the results here")
