@@ -84,17 +84,12 @@ def engines(run: Path, work: Path, device: str, threads: int, int8: list[str]) -
     return found
 
 
-def measure(
-    searches: dict, sources, refs, beam: int, rounds: int, max_tokens: int | None = None
-) -> list[dict]:
+def measure(searches: dict, sources, refs, beam: int, rounds: int, max_tokens: int) -> list[dict]:
     """Each engine's rows of one beam size: seconds per round, BLEU, length ratio. Every
-    engine batches the same sentences: ``max_tokens`` source tokens x beam a batch (the
-    search options' default when None)."""
+    engine batches the same sentences: ``max_tokens`` source tokens x beam a batch."""
     from sacrebleu.metrics import BLEU
 
-    options = SearchOptions(beam=beam)
-    if max_tokens is not None:
-        options = SearchOptions(beam=beam, max_tokens=max_tokens)
+    options = SearchOptions(beam=beam, max_tokens=max_tokens)
     names = list(searches)
     seconds: dict[str, list[float]] = {n: [] for n in names}
     hyps: dict[str, list[str]] = {}
@@ -140,6 +135,7 @@ def tables(result: dict) -> str:
     """The markdown tables of a result (what docs/performance.md shows), one per beam."""
     out = []
     tokens = result["meta"].get("max_tokens")
+    n = result["meta"]["sentences"]
     for beam in sorted({row["beam"] for row in result["rows"]}):
         rows = [row for row in result["rows"] if row["beam"] == beam]
         search = "greedy" if beam == 1 else f"beam {beam}"
@@ -151,7 +147,6 @@ def tables(result: dict) -> str:
             "| length ratio | same output as ADL float32 |",
             "|---|---:|---:|---:|---:|---:|---:|",
         ]
-        n = result["meta"]["sentences"]
         for row in rows:
             base, adl = row["vs"].get(BASE), row["vs"].get(ADL)
             spread = lambda r: f"{r['median']:.2f}x ({r['min']:.2f}–{r['max']:.2f})"
