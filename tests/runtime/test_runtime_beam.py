@@ -126,6 +126,48 @@ def test_scores_are_the_model_log_probabilities_and_nbest_is_ordered():
         assert len({tuple(h.tokens) for h in hyps}) == len(hyps)
 
 
+class CountingRows:
+    """A model whose steps record how many rows they score."""
+
+    def __init__(self, model):
+        self.model, self.rows = model, []
+        self.needs_src_words = model.needs_src_words
+
+    def start(self, src, src_words=None):
+        return self.model.start(src, src_words)
+
+    def step(self, tokens, memory, state):
+        self.rows.append(tokens.numel())
+        return self.model.step(tokens, memory, state)
+
+
+def test_the_first_step_scores_one_row_a_sentence():
+    """bos is each sentence's one hypothesis: the first step scores B rows, the next B x k
+    (until a sentence is done), and the translations are those of the full recompute."""
+    model = build("transformer", seed=6)
+    src = sources(5, seed=7)
+    spy = CountingRows(model)
+    found = beam(spy, src, 3, max_len=12, every=1)
+    assert spy.rows[:2] == [5, 15]
+    full = beam(FullRecompute(model), src, 3, max_len=12)
+    assert [[h.tokens for h in hyps] for hyps in found] == [
+        [h.tokens for h in hyps] for hyps in full
+    ]
+
+
+def test_a_vocabulary_smaller_than_twice_the_beam():
+    """Six tokens (four of them special) and beam 4: the first step has fewer candidates
+    than the 2k a step takes; the hypotheses are still the model's, scored as it scores them."""
+    model = build("transformer", seed=8, vocab=6)
+    src = sources(3, seed=9, vocab=6)
+    for row, hyps in enumerate(beam(model, src, 4, max_len=4, nbest=4)):
+        real = src[row][src[row] != PAD]
+        assert len(hyps) == 4 and len({tuple(h.tokens) for h in hyps}) == 4
+        for h in hyps:
+            assert set(h.tokens) <= {4, 5}
+            assert h.score == pytest.approx(sequence_logprob(model, real, h.tokens), abs=1e-4)
+
+
 def test_length_penalties():
     assert length_penalty(4, "fairseq", 1.0) == 4.0
     assert length_penalty(4, "fairseq", 0.5) == 2.0

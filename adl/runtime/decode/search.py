@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from adl.runtime.data.tokenizer import BOS, EOS, PAD
@@ -136,7 +137,9 @@ def beam(
     ``model.step`` (the cache holds B × size rows), keeps the best ``size`` continuations,
     and sets aside a hypothesis when it ends in eos (among the best ``size`` candidates).
     A sentence is done when ``size`` hypotheses have finished (or at ``max_len`` tokens,
-    where only eos may follow).
+    where only eos may follow). The first step, where a sentence has one hypothesis (bos),
+    scores B rows, and its reorder makes each sentence's ``size`` rows: the source's keys
+    and values are projected once a sentence, not once a hypothesis.
 
     All of it is tensor operations on the device: the live hypotheses (n, k) with their
     prefixes, and the finished ones in per-sentence slots in the order they finished. The
@@ -151,15 +154,14 @@ def beam(
     b, k, device = src.size(0), size, src.device
     limit, longest, shortest = _limits(max_len, b, device)
     every = check_every(device, every)
+    # the first step scores one row a sentence (its one hypothesis, bos); the k rows a
+    # sentence that the steps after it score are made by that step's reorder
     memory, state = model.start(src, src_words)
-    memory = memory.reorder(torch.arange(b, device=device).repeat_interleave(k))
-    state.reorder(torch.arange(b, device=device).repeat_interleave(k))  # k rows a sentence
     rows = torch.arange(b, device=device)  # original sentence of each sentence in the batch
     done = torch.zeros(b, dtype=torch.bool, device=device)
-    scores = torch.full((b, k), float("-inf"), device=device)
-    scores[:, 0] = 0.0  # one hypothesis to start from, not k copies
+    scores = torch.zeros(b, 1, device=device)  # (n, hypotheses a sentence)
     prefix = torch.empty(b, k, 0, dtype=torch.long, device=device)  # (n, k, t)
-    tokens = torch.full((b * k,), BOS, dtype=torch.long, device=device)
+    tokens = torch.full((b,), BOS, dtype=torch.long, device=device)
     # finished hypotheses: k slots per sentence in the order they finished, + 1 spare slot
     # that takes the writes of candidates that do not finish
     fin_tokens = torch.full((b, k + 1, max(longest, 1)), PAD, dtype=torch.long, device=device)
@@ -170,8 +172,8 @@ def beam(
     k_rows = torch.arange(k, device=device)
     not_eos = rank = first_k = None  # made at the first step (they need the vocabulary)
     for t in range(longest + 1):
-        logp = model.step(tokens, memory, state)  # (n·k, V)
-        n, vocab = scores.size(0), logp.size(-1)
+        logp = model.step(tokens, memory, state)  # (n·h, V): h hypotheses a sentence
+        (n, h), vocab = scores.shape, logp.size(-1)
         if not_eos is None or rank is None or first_k is None:
             not_eos = torch.arange(vocab, device=device).ne(EOS)
             width = min(2 * k, k * vocab)
@@ -180,9 +182,11 @@ def beam(
         logp[:, PAD] = float("-inf")
         logp[:, BOS] = float("-inf")
         if t >= shortest:  # at the length limit only eos may follow
-            at_limit = (limit <= t).repeat_interleave(k).unsqueeze(1)  # (n·k, 1)
+            at_limit = (limit <= t).repeat_interleave(h).unsqueeze(1)  # (n·h, 1)
             logp = logp.masked_fill(at_limit & not_eos, float("-inf"))
-        total = (scores.view(-1, 1) + logp).view(n, k * vocab)
+        total = (scores.view(-1, 1) + logp).view(n, h * vocab)
+        if total.size(1) < width:  # the first step of a vocabulary smaller than 2k
+            total = F.pad(total, (0, width - total.size(1)), value=float("-inf"))
         best, index = total.topk(width, dim=-1)  # (n, 2k) candidates, best first
         beam_i, tok = index.div(vocab, rounding_mode="floor"), index.remainder(vocab)
         real = best.ne(float("-inf"))
@@ -215,12 +219,14 @@ def beam(
         # a filler keeps whatever its row holds: nothing to copy for it
         c_beam = torch.where(spare.gather(1, places), k_rows, c_beam)
         done = done | (fin_count[rows] >= k) | ~goes_on.any(1)
-        keep = (torch.arange(n, device=device).unsqueeze(1) * k + c_beam).view(-1)  # (n·k,)
+        if h == 1:  # the first step: the sentence's row becomes its k rows
+            c_beam = torch.zeros_like(c_beam)
+        keep = (torch.arange(n, device=device).unsqueeze(1) * h + c_beam).view(-1)  # (n·k,)
         prefix = torch.cat(
             [prefix.gather(1, c_beam.unsqueeze(2).expand(n, k, t)), c_tok.unsqueeze(2)], 2
         )
         tokens = c_tok.view(-1)
-        dropped = False
+        dropped = h < k  # the first step's rows are all new
         if (t + 1) % every == 0 or t == longest:
             live = (~done).nonzero().squeeze(1)  # the one host read
             if live.numel() == 0:
