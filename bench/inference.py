@@ -10,7 +10,7 @@ The test sentences are the bundled default corpus' test split (English-French Bi
 ``adl data bible``; --data, --cache as for ``adl demo``). Without --run, the small_cpu
 preset's Transformer (architectures/transformer.*.adl, 2+2 blocks, d_model 256) is trained
 on its train split for --minutes first. Every engine decodes the same sentences on
---threads CPU threads (or on the GPU with --device cuda), after one warm-up batch each:
+--threads CPU threads (or on the GPU with --device cuda), after a warm-up pass:
 
 1. ADL float32: the PyTorch model through runtime.search (adl.load_model);
 2. ADL int8 dynamic and 3. ADL int8 weight-only: the same model after torchao's
@@ -20,7 +20,8 @@ on its train split for --minutes first. Every engine decodes the same sentences 
 
 Each beam size is timed in --rounds rounds; in each round every engine decodes the whole
 set once, the engines taking turns (their order rotating), so that a machine whose load
-drifts weighs on all alike. Printed per beam size: sentences/s (the median round), the ratio
+drifts weighs on all alike. Every pass runs in a fresh process of its own, nothing of the
+other engines alive beside it (their OpenMP threads would spin on its cores: ``alone``). Printed per beam size: sentences/s (the median round), the ratio
 to CTranslate2 float32 and to ADL float32 (the median of the rounds' ratios, with their
 range: the noise), BLEU and the length ratio (hypothesis / reference length, sacrebleu's).
 """
@@ -34,6 +35,9 @@ import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
 from pathlib import Path
 
 import torch
@@ -62,46 +66,88 @@ def train_small(data_dir: Path, out: Path, minutes: float) -> Path:
     return out
 
 
+@dataclass(frozen=True)
+class Engine:
+    """One engine of the comparison, as a fresh process builds it: ADL's own search on the
+    run's model (``int8``: after torchao's ``quantize_`` of that kind), or CTranslate2 on an
+    exported folder."""
+
+    run: Path
+    device: str
+    threads: int
+    int8: str | None = None
+    ct2_folder: Path | None = None
+
+    def search(self):
+        torch.set_num_threads(self.threads)
+        if self.ct2_folder is not None:
+            from adl.runtime.decode.ct2_translator import Ct2Translator
+
+            return Ct2Translator(self.ct2_folder, self.device, "default", self.threads).search
+        import adl
+
+        eager = adl.load_model(self.run, device=self.device)
+        if self.int8 is None:
+            return eager.search
+        from adl.runtime.decode.quantize import int8 as quantize
+        from adl.runtime.decode.translator import Translator
+
+        return Translator(quantize(eager.model, self.int8), eager.tokenizers).search
+
+
 def engines(run: Path, work: Path, device: str, threads: int, int8: list[str]) -> dict:
-    """name -> search(lines, options), every engine of the comparison that can run here."""
-    import adl
-    from adl.runtime.decode.ct2_translator import Ct2Translator
-    from adl.runtime.decode.quantize import int8 as quantize
-    from adl.runtime.decode.translator import Translator
+    """name -> :class:`Engine`, every engine of the comparison that can run here."""
     from adl.runtime.model.ct2_convert import export_ctranslate2
     from adl.runtime.model.export import export_run
 
-    eager = adl.load_model(run, device=device)
-    found = {ADL: eager.search}
+    found = {ADL: Engine(run, device, threads)}
     if device == "cpu":
         for kind in int8:
-            model = quantize(eager.model, kind)
-            found[f"ADL int8 {kind} (torchao)"] = Translator(model, eager.tokenizers).search
+            found[f"ADL int8 {kind} (torchao)"] = Engine(run, device, threads, int8=kind)
     for q in ("float32", "int8"):
         folder = export_run(run, work / f"export-{q}")
         export_ctranslate2(folder, q)
-        found[f"CTranslate2 {q}"] = Ct2Translator(folder, device, "default", threads).search
+        found[f"CTranslate2 {q}"] = Engine(run, device, threads, ct2_folder=folder)
     return found
 
 
-def measure(searches: dict, sources, refs, beam: int, rounds: int, max_tokens: int) -> list[dict]:
+def timed(engine: Engine, sources: list[str], options: SearchOptions) -> tuple[float, list[str]]:
+    """(seconds, translations) of one pass over ``sources``, in the process that calls it,
+    after a warm-up pass over them (a fresh process's first pass runs cold: its allocator
+    and kernels' first calls at each shape)."""
+    search = engine.search()
+    search(sources, options)  # warm-up
+    start = time.perf_counter()
+    found = search(sources, options)
+    return time.perf_counter() - start, [h[0][0] for h in found]
+
+
+def alone(engine: Engine, sources: list[str], options: SearchOptions) -> tuple[float, list[str]]:
+    """:func:`timed` in a process of its own, started for this pass and ended after it.
+
+    Engines that share a process, or that wait in processes of their own, slow the one that
+    runs: their OpenMP threads spin between parallel regions (with OMP_WAIT_POLICY=ACTIVE
+    for good), on the cores it needs. Measured on this 2-core machine with the engines in
+    one process, ADL looked 0.52x CTranslate2 greedy where it is 0.83x alone."""
+    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
+        return pool.submit(timed, engine, sources, options).result()
+
+
+def measure(found: dict, sources, refs, beam: int, rounds: int, max_tokens: int) -> list[dict]:
     """Each engine's rows of one beam size: seconds per round, BLEU, length ratio. Every
-    engine batches the same sentences: ``max_tokens`` source tokens x beam a batch."""
+    engine batches the same sentences: ``max_tokens`` source tokens x beam a batch; every
+    pass runs alone (:func:`alone`)."""
     from sacrebleu.metrics import BLEU
 
     options = SearchOptions(beam=beam, max_tokens=max_tokens)
-    names = list(searches)
+    names = list(found)
     seconds: dict[str, list[float]] = {n: [] for n in names}
     hyps: dict[str, list[str]] = {}
-    for name in names:
-        searches[name](sources[:8], options)  # warm-up
     for r in range(rounds):
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            start = time.perf_counter()
-            found = searches[name](sources, options)
-            seconds[name].append(time.perf_counter() - start)
-            hyps[name] = [h[0][0] for h in found]
-            print(f"  beam {beam} round {r + 1} {name}: {seconds[name][-1]:.1f} s", file=sys.stderr)
+            took, hyps[name] = alone(found[name], sources, options)
+            seconds[name].append(took)
+            print(f"  beam {beam} round {r + 1} {name}: {took:.1f} s", file=sys.stderr)
     rows = []
     for name in names:
         bleu = BLEU().corpus_score(hyps[name], [refs])
@@ -208,11 +254,11 @@ def main() -> None:
         print(f"training the small_cpu Transformer for {args.minutes:g} minutes -> {work / 'run'}")
         run = train_small(args.data, work / "run", args.minutes)
     int8 = [k for k in args.int8.split(",") if k]
-    searches = engines(run, work, args.device, args.threads, int8)
+    found = engines(run, work, args.device, args.threads, int8)
     load = os.getloadavg()[0]
     rows = []
     for beam in (int(b) for b in args.beams.split(",")):
-        rows += measure(searches, sources, refs, beam, args.rounds, args.max_tokens)
+        rows += measure(found, sources, refs, beam, args.rounds, args.max_tokens)
     import ctranslate2
 
     result = {
