@@ -20,10 +20,12 @@ on its train split for --minutes first. Every engine decodes the same sentences 
 
 Each beam size is timed in --rounds rounds; in each round every engine decodes the whole
 set once, the engines taking turns (their order rotating), so that a machine whose load
-drifts weighs on all alike. Every pass runs in a fresh process of its own, nothing of the
-other engines alive beside it (their OpenMP threads would spin on its cores: ``alone``). Printed per beam size: sentences/s (the median round), the ratio
-to CTranslate2 float32 and to ADL float32 (the median of the rounds' ratios, with their
-range: the noise), BLEU and the length ratio (hypothesis / reference length, sacrebleu's).
+drifts weighs on all alike. Every pass runs in a fresh process of its own, and so do the
+training and the exports: nothing else of the bench holds OpenMP threads that would spin on
+the cores the pass needs (``alone``). Printed per beam size: sentences/s (the median
+round), the ratio to CTranslate2 float32 and to ADL float32 (the median of the rounds'
+ratios, with their range: the noise), BLEU and the length ratio (hypothesis / reference
+length, sacrebleu's).
 """
 
 from __future__ import annotations
@@ -122,15 +124,16 @@ def timed(engine: Engine, sources: list[str], options: SearchOptions) -> tuple[f
     return time.perf_counter() - start, [h[0][0] for h in found]
 
 
-def alone(engine: Engine, sources: list[str], options: SearchOptions) -> tuple[float, list[str]]:
-    """:func:`timed` in a process of its own, started for this pass and ended after it.
+def alone(work, *args):
+    """``work(*args)`` in a process of its own, started for it and ended after it.
 
-    Engines that share a process, or that wait in processes of their own, slow the one that
-    runs: their OpenMP threads spin between parallel regions (with OMP_WAIT_POLICY=ACTIVE
-    for good), on the cores it needs. Measured on this 2-core machine with the engines in
-    one process, ADL looked 0.52x CTranslate2 greedy where it is 0.83x alone."""
+    Engines that share a process, or that wait in processes of their own (the bench's own
+    included, once it has run a parallel operator), slow the one that runs: their OpenMP
+    threads spin between parallel regions (with OMP_WAIT_POLICY=ACTIVE for good), on the
+    cores it needs. Measured on this 2-core machine with the engines in one process, ADL
+    looked 0.52x CTranslate2 greedy where it is 0.83x alone."""
     with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
-        return pool.submit(timed, engine, sources, options).result()
+        return pool.submit(work, *args).result()
 
 
 def measure(found: dict, sources, refs, beam: int, rounds: int, max_tokens: int) -> list[dict]:
@@ -145,7 +148,7 @@ def measure(found: dict, sources, refs, beam: int, rounds: int, max_tokens: int)
     hyps: dict[str, list[str]] = {}
     for r in range(rounds):
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            took, hyps[name] = alone(found[name], sources, options)
+            took, hyps[name] = alone(timed, found[name], sources, options)
             seconds[name].append(took)
             print(f"  beam {beam} round {r + 1} {name}: {took:.1f} s", file=sys.stderr)
     rows = []
@@ -241,7 +244,6 @@ def main() -> None:
 
     from adl.runtime.data import bible
 
-    torch.set_num_threads(args.threads)
     info = bible.bible("en-fr", out=args.data, max_words=20, cache=args.cache)
     test_src, test_ref = info.files(args.data, "test")
     sources = test_src.read_text(encoding="utf-8").splitlines()
@@ -252,9 +254,9 @@ def main() -> None:
     run = args.run
     if run is None:
         print(f"training the small_cpu Transformer for {args.minutes:g} minutes -> {work / 'run'}")
-        run = train_small(args.data, work / "run", args.minutes)
+        run = alone(train_small, args.data, work / "run", args.minutes)
     int8 = [k for k in args.int8.split(",") if k]
-    found = engines(run, work, args.device, args.threads, int8)
+    found = alone(engines, run, work, args.device, args.threads, int8)
     load = os.getloadavg()[0]
     rows = []
     for beam in (int(b) for b in args.beams.split(",")):
