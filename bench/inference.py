@@ -272,8 +272,8 @@ def main() -> None:
             "device": args.device,
             "rounds": args.rounds,
             "max_tokens": args.max_tokens,
-            # OpenMP threads spin (ACTIVE) or sleep between parallel regions: CTranslate2's
-            # speed depends on it (docs/performance.md, "Inference engines")
+            # OpenMP threads spin (ACTIVE) or sleep between parallel regions; each engine's
+            # speed moves with it (docs/performance.md, "Inference engines")
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
             "torch": torch.__version__,
             "ctranslate2": ctranslate2.__version__,
