@@ -3,6 +3,7 @@
 adl sweep SPEC.yaml [--out DIR] [--jobs N]      train what is not finished, write the table
 adl sweep you2020                                a bundled spec (adl/runtime/sweeps/)
 adl sweep SPEC.yaml --check                      check the spec, say what would run
+adl sweep fonollosa2019 --systems TRANSFORMER,LOCAL-JOINT   only these systems' runs
 adl sweep SPEC.yaml --status  (or a sweep folder)  which runs are done, running, failed, why
 adl sweep SPEC.yaml --executor slurm --slurm partition=dev --slurm gpus_per_node=1
 adl sweep you2020 --preset paper --data DIR       the paper's scale on your corpus
@@ -49,6 +50,12 @@ def arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--out", metavar="DIR", help="the sweep folder (default runs/sweeps/NAME)")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="runs at once (default 1)")
+    p.add_argument(
+        "--systems",
+        metavar="A,B",
+        help="train only these systems' runs (the seeds each gets decided as for the whole "
+        "spec); the table is the whole spec's",
+    )
     p.add_argument(
         "--executor",
         choices=ENGINES,
@@ -135,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
         slurm=_slurm(args.slurm),
         check=args.check,
         results=args.results,
+        systems=[n.strip() for n in args.systems.split(",")] if args.systems else None,
     )
     return 0
 

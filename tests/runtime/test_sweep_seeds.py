@@ -8,10 +8,12 @@ import io
 import random
 
 import pytest
+from conftest import run_cli
 from sacrebleu.metrics import BLEU
 from test_sweep_spec import GOOD, files
 
 from adl.runtime import sweep
+from adl.runtime.errors import UserError
 from adl.runtime.sweep import results as res
 from adl.runtime.sweep.markdown import markdown
 from adl.runtime.sweep.seeding import decide, sequence
@@ -126,3 +128,27 @@ def test_check_says_which_seeds_each_system_gets(tmp_path):
     said = io.StringIO()
     sweep.sweep(tmp_path / "spec.yaml", tmp_path / "out", check=True, stream=said)
     assert "x 2 seeds; seeds 3 for A, C = 8 runs; 0 done, 8 to run" in said.getvalue()
+
+
+def test_systems_trains_only_the_runs_of_those_named(tmp_path):
+    """--systems: a decoding variant names its trained system; the seeds each system gets
+    are decided as for the whole spec; a name the spec lacks is an error naming its systems."""
+    _spec(tmp_path, "seed_budget: 3\nheadline: C\n")
+    said = io.StringIO()
+    out = tmp_path / "out"
+    sweep.sweep(tmp_path / "spec.yaml", out, check=True, stream=said, systems=["C-decoded"])
+    assert "seeds 3 for A, C; only C = 3 runs; 0 done, 3 to run" in said.getvalue()
+    said = io.StringIO()
+    sweep.sweep(tmp_path / "spec.yaml", out, check=True, stream=said, systems=["A", "B"])
+    assert "; only A, B = 5 runs; 0 done, 5 to run" in said.getvalue()
+    with pytest.raises(UserError, match="has no system 'D': its systems are A, B, C, C-decoded"):
+        sweep.sweep(tmp_path / "spec.yaml", out, check=True, systems=["C", "D"])
+
+
+def test_the_cli_reads_systems_as_a_comma_list(tmp_path):
+    _spec(tmp_path, "seed_budget: 3\nheadline: C\n")
+    spec, out = str(tmp_path / "spec.yaml"), str(tmp_path / "out")
+    code, said, _ = run_cli("sweep", spec, "--out", out, "--check", "--systems", "A, C-decoded")
+    assert code == 0 and "; only A, C = 6 runs; 0 done, 6 to run" in said
+    code, _, err = run_cli("sweep", spec, "--out", out, "--check", "--systems", "E")
+    assert code == 1 and "has no system 'E'" in err

@@ -7,7 +7,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +61,7 @@ def sweep(
     stream: TextIO | None = None,
     poll: float = 10.0,
     results: str | Path | None = None,
+    systems: Sequence[str] | None = None,
 ) -> SweepResult:
     """Run the sweep of ``spec`` (a file, a bundled spec's name, or a sweep folder) in
     ``out`` (default runs/sweeps/NAME): ``jobs`` runs at once through ``executor`` (local |
@@ -69,7 +70,9 @@ def sweep(
     that cannot run (before anything trains) and :class:`SweepError` when runs failed (after
     the table of the others is written). ``results``: where the result files are kept
     (results.py; default docs/results of the source tree for a bundled spec, else
-    OUT/results)."""
+    OUT/results). ``systems``: train only these systems' runs (a decoding variant's: its
+    trained system's), the seeds each gets decided as for the whole spec; the table is the
+    whole spec's, with what is committed."""
     started = time.perf_counter()
     say = stream or sys.stdout
     if executor not in ENGINES:
@@ -77,8 +80,9 @@ def sweep(
     if jobs < 1:
         raise UserError("--jobs must be at least 1")
     spec_obj, plan, kept = load_plan(spec, out, results)
+    only = _only(spec_obj, systems)
     if check:
-        todo = list(plan.runs)
+        todo = _chosen(plan, plan.runs, only)
         how = None
         if spec_obj.regime is not None and not data_ready(plan):
             say.write("the regime's sizes need the training set: preparing the data\n")
@@ -87,10 +91,12 @@ def sweep(
             if spec_obj.regime is not None:
                 prepare_regime(spec_obj, plan, kept)
             spec_obj, plan, kept, hashes = current(spec, out, results)
-            todo = [r for r in plan.runs if not committed(r, plan, kept, hashes)]
+            todo = _chosen(
+                plan, [r for r in plan.runs if not committed(r, plan, kept, hashes)], only
+            )
         else:  # a run's result file is matched by what it was made from, the data among it
             how = "committed results not counted before the data is prepared (adl sweep does it)"
-        _say_plan(plan, todo, say, how)
+        _say_plan(plan, todo, say, how, only)
         for line in describe(spec_obj, plan):
             say.write(line + "\n")
         return SweepResult(plan, None, seconds=time.perf_counter() - started)
@@ -110,14 +116,16 @@ def sweep(
         tried: set[tuple[str, int]] = set()
         while True:  # the runs to do; then again, where the results asked for more
             backfill(plan, kept, hashes)
-            todo = [r for r in plan.runs if not committed(r, plan, kept, hashes)]
+            todo = _chosen(
+                plan, [r for r in plan.runs if not committed(r, plan, kept, hashes)], only
+            )
             fresh = [r for r in todo if (r.system, r.seed) not in tried]
             if not fresh:
                 if not tried:
-                    _say_plan(plan, todo, say, None)
+                    _say_plan(plan, todo, say, None, only)
                 break
             made, how, gpus = _jobs(plan, fresh, jobs, executor, kept, hashes)
-            _say_plan(plan, fresh, say, how)
+            _say_plan(plan, fresh, say, how, only)
             _run(made, jobs, gpus, executor, options, plan, result, say, poll)
             tried |= {(r.system, r.seed) for r in fresh}
             if result.failed:
@@ -292,11 +300,38 @@ def _run(
         raise
 
 
-def _say_plan(plan: Plan, todo: list, say: TextIO, how: str | None) -> None:
+def _only(spec: Any, systems: Sequence[str] | None) -> set[str] | None:
+    """The spec's systems whose runs ``systems`` asks for (a decoding variant: its trained
+    system), or None for all; a name the spec does not have is an error naming those it
+    has."""
+    if systems is None:
+        return None
+    named = {s.name: s for s in spec.systems}
+    unknown = [n for n in systems if n not in named]
+    if unknown or not systems:
+        raise UserError(
+            f"{spec.name} has no system {', '.join(map(repr, unknown)) or 'named'}: its "
+            f"systems are {', '.join(named)}"
+        )
+    return {named[n].decode_of or n for n in systems}
+
+
+def _chosen(plan: Plan, runs: list, only: set[str] | None) -> list:
+    """The runs of ``runs`` that belong to the systems ``only`` names (a regime's rows to
+    the system they are rows of)."""
+    if only is None:
+        return list(runs)
+    rows = {s.name: s.of for s in plan.spec.systems}
+    return [r for r in runs if r.system in only or rows.get(r.system) in only]
+
+
+def _say_plan(
+    plan: Plan, todo: list, say: TextIO, how: str | None, only: set[str] | None = None
+) -> None:
     spec = plan.spec
     trained = [s for s in spec.systems if s.trained]
     variants = [s for s in spec.systems if not s.trained]
-    runs = len(plan.runs)
+    runs = len(_chosen(plan, plan.runs, only))
     what = f"{len(trained)} trained system{'s' if len(trained) != 1 else ''}"
     if variants:
         what += f" (+{len(variants)} decoding {'variants' if len(variants) != 1 else 'variant'})"
@@ -312,6 +347,7 @@ def _say_plan(plan: Plan, todo: list, say: TextIO, how: str | None) -> None:
     say.write(
         f"sweep {spec.name}: {what}"
         + ("" if own else f" x {seeds(len(spec.seeds))}{extra}")
+        + (f"; only {', '.join(sorted(only))}" if only is not None else "")
         + f" = {runs} runs; {runs - len(todo)} done, {len(todo)} to run"
         + (f", {how}" if how else "")
         + f" -> {plan.out}\n"
