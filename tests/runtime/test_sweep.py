@@ -262,3 +262,32 @@ def test_a_pair_that_cannot_tell_gets_its_seeds_in_the_same_call(tmp_path, monke
     assert again["verdict"] == "tie" and again["delta_bleu"] == 0
     code, text, _ = run_cli("sweep", str(spec), "--out", str(out), "--check")
     assert code == 0 and "5 runs; 5 done, 0 to run" in text
+
+
+def test_systems_trains_the_named_systems_runs_and_their_added_seeds_only(tmp_path, monkeypatch):
+    """``systems``: the decoding variant ATT-again names ATT, whose runs (and the seed its
+    tie adds) are trained in the one call; RNN's are not."""
+    monkeypatch.setattr(costs, "ROUNDS", 1)
+    monkeypatch.setattr(costs, "SENTENCES", 2)
+    same = "  - name: ATT-again\n    decode_of: ATT\n    against: ATT\n    seed_budget: 3\n"
+    settings = (
+        "  model.d_model: 16\n  train: {max_tokens: 256, valid_every: 4, bleu: false, threads: 1}\n"
+    )
+    spec = write_reverse_sweep(
+        tmp_path / "task",
+        "again",
+        {"train": 60, "valid": 8, "test": 12},
+        (3, 5),
+        1,
+        4,
+        settings,
+        1,
+        same,
+    )
+    out = tmp_path / "sweep"
+    log = io.StringIO()
+    result = sweep.sweep(spec, out, jobs=2, stream=log, systems=["ATT-again"])
+    assert result.ran == 3 and not result.failed  # ATT x 2 seeds, then ATT seed 3
+    assert "; only ATT = 3 runs; 2 done, 1 to run" in log.getvalue()
+    assert sorted(p.name for p in (out / "ATT").glob("seed-*")) == ["seed-1", "seed-2", "seed-3"]
+    assert not (out / "RNN").exists()
