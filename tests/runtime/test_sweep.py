@@ -264,6 +264,7 @@ def test_a_pair_that_cannot_tell_gets_its_seeds_in_the_same_call(tmp_path, monke
     assert code == 0 and "5 runs; 5 done, 0 to run" in text
 
 
+@pytest.mark.slow  # three tiny runs: the default run keeps one such test (the one above)
 def test_systems_trains_the_named_systems_runs_and_their_added_seeds_only(tmp_path, monkeypatch):
     """``systems``: the decoding variant ATT-again names ATT, whose runs (and the seed its
     tie adds) are trained in the one call; RNN's are not."""
