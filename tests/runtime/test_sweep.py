@@ -230,10 +230,9 @@ def test_submitit_local_executor(tmp_path):
         assert len(list(csv.DictReader(f))) == 3
 
 
-def test_a_pair_that_cannot_tell_gets_its_seeds_in_the_same_call(tmp_path, monkeypatch):
-    """A row whose first look cannot tell (here the same model decoded the same way: Δ is 0
-    on every seed) gets seeds up to its budget once its first seeds are done, in the same
-    ``adl sweep`` call; the other rows keep the spec's seeds."""
+def tie_task(tmp_path: Path, monkeypatch) -> Path:
+    """Two tiny systems, ATT and RNN, at two seeds, and ATT-again: ATT decoded the same way
+    and compared with ATT (a tie on every seed, so it gets a third seed)."""
     monkeypatch.setattr(costs, "ROUNDS", 1)  # the cost columns' workload, small for a test
     monkeypatch.setattr(costs, "SENTENCES", 2)
     same = "  - name: ATT-again\n    decode_of: ATT\n    against: ATT\n    seed_budget: 3\n"
@@ -251,6 +250,14 @@ def test_a_pair_that_cannot_tell_gets_its_seeds_in_the_same_call(tmp_path, monke
         1,
         same,
     )
+    return spec
+
+
+def test_a_pair_that_cannot_tell_gets_its_seeds_in_the_same_call(tmp_path, monkeypatch):
+    """A row whose first look cannot tell (here the same model decoded the same way: Δ is 0
+    on every seed) gets seeds up to its budget once its first seeds are done, in the same
+    ``adl sweep`` call; the other rows keep the spec's seeds."""
+    spec = tie_task(tmp_path, monkeypatch)
     out = tmp_path / "sweep"
     log = io.StringIO()
     result = sweep.sweep(spec, out, jobs=2, stream=log)
@@ -268,23 +275,7 @@ def test_a_pair_that_cannot_tell_gets_its_seeds_in_the_same_call(tmp_path, monke
 def test_systems_trains_the_named_systems_runs_and_their_added_seeds_only(tmp_path, monkeypatch):
     """``systems``: the decoding variant ATT-again names ATT, whose runs (and the seed its
     tie adds) are trained in the one call; RNN's are not."""
-    monkeypatch.setattr(costs, "ROUNDS", 1)
-    monkeypatch.setattr(costs, "SENTENCES", 2)
-    same = "  - name: ATT-again\n    decode_of: ATT\n    against: ATT\n    seed_budget: 3\n"
-    settings = (
-        "  model.d_model: 16\n  train: {max_tokens: 256, valid_every: 4, bleu: false, threads: 1}\n"
-    )
-    spec = write_reverse_sweep(
-        tmp_path / "task",
-        "again",
-        {"train": 60, "valid": 8, "test": 12},
-        (3, 5),
-        1,
-        4,
-        settings,
-        1,
-        same,
-    )
+    spec = tie_task(tmp_path, monkeypatch)
     out = tmp_path / "sweep"
     log = io.StringIO()
     result = sweep.sweep(spec, out, jobs=2, stream=log, systems=["ATT-again"])
