@@ -31,6 +31,7 @@ from adl.runtime.sweep.planning import (
     load_plan,
     prepare_regime,
 )
+from adl.runtime.sweep.spec import Spec
 from adl.runtime.sweep.state import HYP, LOG, RESULT, STATE, SWEEP, read_json, write_json
 from adl.runtime.sweep.table import Table, build
 
@@ -91,9 +92,7 @@ def sweep(
             if spec_obj.regime is not None:
                 prepare_regime(spec_obj, plan, kept)
             spec_obj, plan, kept, hashes = current(spec, out, results)
-            todo = _chosen(
-                plan, [r for r in plan.runs if not committed(r, plan, kept, hashes)], only
-            )
+            todo = _to_run(plan, kept, hashes, only)
         else:  # a run's result file is matched by what it was made from, the data among it
             how = "committed results not counted before the data is prepared (adl sweep does it)"
         _say_plan(plan, todo, say, how, only)
@@ -116,9 +115,7 @@ def sweep(
         tried: set[tuple[str, int]] = set()
         while True:  # the runs to do; then again, where the results asked for more
             backfill(plan, kept, hashes)
-            todo = _chosen(
-                plan, [r for r in plan.runs if not committed(r, plan, kept, hashes)], only
-            )
+            todo = _to_run(plan, kept, hashes, only)
             fresh = [r for r in todo if (r.system, r.seed) not in tried]
             if not fresh:
                 if not tried:
@@ -300,7 +297,7 @@ def _run(
         raise
 
 
-def _only(spec: Any, systems: Sequence[str] | None) -> set[str] | None:
+def _only(spec: Spec, systems: Sequence[str] | None) -> set[str] | None:
     """The spec's systems whose runs ``systems`` asks for (a decoding variant: its trained
     system), or None for all; a name the spec does not have is an error naming those it
     has."""
@@ -309,11 +306,16 @@ def _only(spec: Any, systems: Sequence[str] | None) -> set[str] | None:
     named = {s.name: s for s in spec.systems}
     unknown = [n for n in systems if n not in named]
     if unknown or not systems:
-        raise UserError(
-            f"{spec.name} has no system {', '.join(map(repr, unknown)) or 'named'}: its "
-            f"systems are {', '.join(named)}"
-        )
+        which = f"no system {', '.join(map(repr, unknown))}" if unknown else "no --systems named"
+        raise UserError(f"{spec.name} has {which}: its systems are {', '.join(named)}")
     return {named[n].decode_of or n for n in systems}
+
+
+def _to_run(
+    plan: Plan, kept: Path, hashes: dict[tuple[str, int], str], only: set[str] | None
+) -> list:
+    """The runs of the plan with no committed result, of the systems ``only`` names."""
+    return _chosen(plan, [r for r in plan.runs if not committed(r, plan, kept, hashes)], only)
 
 
 def _chosen(plan: Plan, runs: list, only: set[str] | None) -> list:
