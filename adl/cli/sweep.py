@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         slurm=_slurm(args.slurm),
         check=args.check,
         results=args.results,
-        systems=[n.strip() for n in args.systems.split(",")] if args.systems else None,
+        systems=[n.strip() for n in args.systems.split(",")] if args.systems is not None else None,
     )
     return 0
 

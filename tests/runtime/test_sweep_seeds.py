@@ -152,3 +152,5 @@ def test_the_cli_reads_systems_as_a_comma_list(tmp_path):
     assert code == 0 and "; only A, C = 6 runs; 0 done, 6 to run" in said
     code, _, err = run_cli("sweep", spec, "--out", out, "--check", "--systems", "E")
     assert code == 1 and "has no system 'E'" in err
+    code, _, err = run_cli("sweep", spec, "--out", out, "--check", "--systems", "")
+    assert code == 1 and "has no system ''" in err  # given but empty: not the whole spec
