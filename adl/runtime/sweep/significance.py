@@ -57,7 +57,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import cast
 
@@ -109,21 +109,14 @@ class Interval:
         return verdict(self.low, self.high)
 
     def to_dict(self) -> dict:
+        """The fields as JSON holds them, and the favour and verdict they imply."""
         return {
-            "metric": self.metric,
-            "delta": self.delta,
-            "low": self.low,
-            "high": self.high,
-            "p": self.p,
+            **asdict(self),
             "df": None if self.df is None or math.isinf(self.df) else self.df,
-            "se_runs": self.se_runs,
-            "se_sentences": self.se_sentences,
             "runs": list(self.runs),
             "means": list(self.means),
             "per_seed": {str(k): v for k, v in sorted(self.per_seed.items())},
             "favour": list(self.favour),
-            "level": self.level,
-            "paired": self.paired,
             "verdict": self.verdict,
         }
 
