@@ -289,9 +289,14 @@ def test_int8_translates_as_the_float_model(run, tmp_path, kind):
     assert float_out.splitlines()[0] == "d c b a"
     exact, quantized = load_model(out), load_model(out, int8=kind)
     kinds = lambda t: {
-        type(m.weight).__name__ for m in t.model.modules() if isinstance(m, torch.nn.Linear)
+        type(m.weight).__name__
+        for m in t.model.modules()
+        if isinstance(m, torch.nn.Linear) and m is not t.model.output
     }
     assert kinds(exact) == {"Parameter"} and kinds(quantized) == {"Int8Tensor"}
+    # the vocabulary's logits stay in float32: the float model's own weights
+    assert type(quantized.model.output.weight) is torch.nn.Parameter
+    assert torch.equal(quantized.model.output.weight, exact.model.output.weight)
     sources, targets = ["a b c d", "f g h"], ["d c b a", "h g f"]
     a, b = exact.score(sources, targets), quantized.score(sources, targets)
     assert a != b  # the int8 model is not the float one...
