@@ -131,8 +131,8 @@ def alone(work, *args):
     included, once it has run a parallel operator), slow the one that runs: their OpenMP
     threads spin between parallel regions (with OMP_WAIT_POLICY=ACTIVE for good), on the
     cores it needs. On this 2-core machine the tables measured with the engines in one
-    process put ADL at 0.60x CTranslate2 float32 greedy and 0.38x at beam 4; alone, it is
-    0.68x and 0.58x (docs/performance.md, "Inference engines")."""
+    process put ADL at 0.60x CTranslate2 float32 greedy and 0.38x at beam 4; alone, it does
+    better (the tables of docs/performance.md, "Inference engines")."""
     with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
         return pool.submit(work, *args).result()
 

@@ -12,11 +12,11 @@ PyTorch deprecates and this package no longer calls):
 
 Embeddings, layer norms, attention and the output layer (the vocabulary's logits, the model's
 ``output``) stay in float32, as int8 recipes usually keep the last projection: on the demo's
-model, an int8 output layer changed 72 of the 329 test verses' greedy translations and 82 of
-their beam-4 ones, where a float one changes 57 and 65 (BLEU −0.06 and +0.37 against −0.07
-and +0.20 for float32's 11.25 and 12.98; scratch measurements of 29 November). The copy decodes through
-the same search as the float model (``Translator(int8(model), tokenizers)``);
-bench/inference.py measures its speed and BLEU against the float model and CTranslate2. On a
+model, ``weight`` with a float output layer changes 57 of the 329 test verses' greedy
+translations and 65 of their beam-4 ones (BLEU −0.07 and +0.20), where an int8 one changed
+72 and 82 (−0.06 and +0.37): docs/results/bench/inference_demo.json, now and before. The
+copy decodes through the same search as the float model
+(``Translator(int8(model), tokenizers)``); bench/inference.py measures its speed and BLEU against the float model and CTranslate2. On a
 CPU, ``weight`` is the default: torchao's ``dynamic`` decodes the demo's model several times
 slower than float32 (docs/performance.md, "Inference engines").
 """
