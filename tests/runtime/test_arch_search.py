@@ -147,6 +147,8 @@ def test_two_workers_a_kill_and_a_restart_train_no_finished_trial_twice(tmp_path
         command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
     )
     done_before: set[str] = set()
+    finished: list = []
+    running: list = []
     try:
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline and first.poll() is None:
@@ -158,10 +160,12 @@ def test_two_workers_a_kill_and_a_restart_train_no_finished_trial_twice(tmp_path
                 and "skipped" not in t.user_attrs
                 and t.state != optuna.trial.TrialState.FAIL
             ]
-            running = [
+            starts = _starts(out)
+            running = [  # a trial training its program (not one finding it busy)
                 t
                 for t in trials
-                if t.state == optuna.trial.TrialState.RUNNING and "program" in t.user_attrs
+                if t.state == optuna.trial.TrialState.RUNNING
+                and any(s["trial"] == t.number for s in starts.get(t.user_attrs.get("program"), []))
             ]
             if finished and running:
                 break
@@ -172,6 +176,12 @@ def test_two_workers_a_kill_and_a_restart_train_no_finished_trial_twice(tmp_path
         os.killpg(first.pid, signal.SIGKILL)  # the search and its workers, mid-trial
         first.wait()
     starts_before = _starts(out)
+    cut = {  # the programs being trained at the kill (the trial seen may have finished since)
+        t.user_attrs["program"]
+        for t in _trials(out)
+        if t.state == optuna.trial.TrialState.RUNNING
+        and any(s["trial"] == t.number for s in starts_before.get(t.user_attrs.get("program"), []))
+    }
     second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     trials = _trials(out)
@@ -189,12 +199,18 @@ def test_two_workers_a_kill_and_a_restart_train_no_finished_trial_twice(tmp_path
     for key in done_before:  # a trial finished before the kill is not trained again
         assert starts[key] == starts_before[key]
     killed = [t for t in trials if t.state == states.FAIL and "skipped" not in t.user_attrs]
-    assert killed  # the trials under way at the kill, failed and retried
-    for t in killed:
-        retry = [r for r in trained if r.system_attrs.get("failed_trial") == t.number]
-        assert retry and retry[0].user_attrs["program"] == t.user_attrs["program"]
-        resumed = starts[t.user_attrs["program"]][-1]
-        assert resumed["trial"] == retry[0].number
+    for t in killed:  # the trials under way at the kill: failed, each retried once as it was
+        retries = [r for r in trials if r.system_attrs.get("failed_trial") == t.number]
+        assert len(retries) == 1 and retries[0].params == t.params
+    # the programs being trained at the kill: resumed by a retry, which trained them to the end
+    # (a killed trial that had not started training, such as one that was finding its program
+    # busy, is retried too, and its retry skips the program trained by the other)
+    assert cut and cut <= {t.user_attrs.get("program") for t in killed}
+    for key in cut:
+        (owner,) = [r for r in trained if r.user_attrs["program"] == key]
+        assert owner.system_attrs.get("failed_trial") in {t.number for t in killed}
+        assert starts[key][-1]["trial"] == owner.number
+        assert len(starts[key]) == len(starts_before[key]) + 1  # one start after the restart
     found = subprocess.run(
         [sys.executable, "-m", "adl", "search", "report", str(out)],
         capture_output=True,
