@@ -199,9 +199,11 @@ def test_two_workers_a_kill_and_a_restart_train_no_finished_trial_twice(tmp_path
     for key in done_before:  # a trial finished before the kill is not trained again
         assert starts[key] == starts_before[key]
     killed = [t for t in trials if t.state == states.FAIL and "skipped" not in t.user_attrs]
-    for t in killed:  # the trials under way at the kill: failed, each retried once as it was
+    for t in killed:  # the trials under way at the kill: failed, each retried once, with the
+        # program it had chosen (one killed before it chose one: its retry chooses)
         retries = [r for r in trials if r.system_attrs.get("failed_trial") == t.number]
-        assert len(retries) == 1 and retries[0].params == t.params
+        assert len(retries) == 1
+        assert retries[0].params == t.params or not t.params
     # the programs being trained at the kill: resumed by a retry, which trained them to the end
     # (a killed trial that had not started training, such as one that was finding its program
     # busy, is retried too, and its retry skips the program trained by the other)
