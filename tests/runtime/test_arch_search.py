@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -117,6 +118,27 @@ def test_the_confirmation_is_a_sweep_spec_of_the_top_programs(tmp_path):
     assert doc["settings"] == {"optim.lr": 0.001} and doc["budget"] == {"steps": 40}
     assert [x["name"] for x in doc["systems"]] == ["BASELINE", "T3"] and doc["seeds"] == 3
     assert (path.parent / "T3.enc.adl").read_text() == "pos -> ffl\n"
+
+
+def test_a_worker_killed_as_its_trial_starts_leaves_a_trial_known_dead(tmp_path):
+    from adl.runtime.search.study import announce, fail_dead
+
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}", study_name="s")
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a worker's pid, its process gone
+    host = socket.gethostname()
+    unnamed = study.ask()  # a trial as study.optimize starts one: RUNNING, no pid yet
+    assert fail_dead(study) == 0  # nothing tells it from a trial starting now
+    announce(study, host, gone.pid)
+    named = study.ask()  # the announced trial: RUNNING with the worker's host and pid
+    assert named.number != unnamed.number and named.user_attrs == {"host": host, "pid": gone.pid}
+    assert fail_dead(study) == 1  # failed, and retried
+    states = optuna.trial.TrialState
+    (retry,) = study.get_trials(states=(states.WAITING,))
+    assert retry.system_attrs["failed_trial"] == named.number
+    assert study.trials[named.number].state == states.FAIL
+    announce(study, host, os.getpid())  # a retry waits: the worker takes it, queues nothing
+    assert len(study.get_trials(states=(states.WAITING,))) == 1
 
 
 def _trials(folder: Path) -> list:

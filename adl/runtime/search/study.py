@@ -7,9 +7,9 @@ and the trial's start happen under a lock in the search folder, so that local wo
 start more trials than the budget; the storage gives every trial its own number, and a
 program's lock gives it one trainer, so no trial runs twice.
 
-A worker killed mid-trial (``kill -9``, a lost node) leaves its trial RUNNING. A worker on
-the same machine finds it (its process is gone), fails it and queues a retry of the same
-program, which resumes the run folder from its last checkpoint; on other machines Optuna's
+A worker killed mid-trial (``kill -9``, a lost node) leaves its trial RUNNING, with its
+host and pid written before it started (:func:`announce`). A worker on the same machine
+finds it (its process is gone), fails it and queues a retry of the same program, which resumes the run folder from its last checkpoint; on other machines Optuna's
 heartbeat does the same once the trial has been silent for ``grace`` seconds. Trials that
 train nothing are marked ``skipped`` and not counted: a program trained before (the trial
 takes its values), one another worker is training, one that does not check.
@@ -126,6 +126,17 @@ def fail_dead(study: Any) -> int:
     return n
 
 
+def announce(study: Any, host: str, pid: int) -> None:
+    """Queue the trial this worker starts next with its host and pid already written, unless
+    a retry waits (the worker takes that first). A trial that ``study.optimize`` makes
+    itself is RUNNING before the objective writes its pid: a worker killed in between would
+    leave a trial that :func:`fail_dead` cannot tell from one starting, counted against the
+    budget until the heartbeat's grace ends (after the search, on one machine)."""
+    optuna = optuna_module()
+    if not study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
+        study.enqueue_trial({}, user_attrs={"host": host, "pid": pid})
+
+
 class _Gate:
     """The lock under which a worker counts the study and starts its next trial."""
 
@@ -165,7 +176,11 @@ def work(folder: str | Path, worker: int, budget: Budget, storage: str | None, t
         with _Gate(folder / ".gate") as gate:
             fail_dead(study)
             n, done = counted(study)
-            waiting = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))
+            waiting = [  # retries of failed trials: trained past the budget, in their place
+                t
+                for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))
+                if "failed_trial" in t.system_attrs
+            ]
             if len(done) >= size and not waiting:
                 print(f"worker {worker}: every program of the space is trained", flush=True)
                 break
@@ -174,6 +189,7 @@ def work(folder: str | Path, worker: int, budget: Budget, storage: str | None, t
             ):
                 break
             objective = _Objective(spec, folder, spaces, base, gate, curves, threads)
+            announce(study, socket.gethostname(), os.getpid())
             study.optimize(objective, n_trials=1, catch=(Exception,))  # logged, the trial FAIL
         if objective.trained:
             trained, skipped = trained + 1, 0
