@@ -28,7 +28,7 @@ from typing import Any
 
 from adl.runtime.search.programs import Program, Spaces, check_program
 from adl.runtime.search.spec import SearchError, Spec, optuna_module, settle
-from adl.runtime.search.trial import Busy, train_program, trial_config
+from adl.runtime.search.trial import Busy, ended, held, train_program, trial_config
 from adl.runtime.sweep.state import alive
 
 try:
@@ -211,7 +211,6 @@ class _Objective:
         self.trained = False
 
     def __call__(self, trial: Any) -> Any:
-        optuna = optuna_module()
         trial.set_user_attr("host", socket.gethostname())  # before the others look at it
         trial.set_user_attr("pid", os.getpid())
         self.gate.release()  # the trial is in the storage: the others count it
@@ -230,15 +229,36 @@ class _Objective:
             trial.set_user_attr("skipped", "invalid")
             trial.set_user_attr("invalid", problem)
             raise _Invalid(problem)
+        try:
+            with held(self.folder, program.key):
+                # under the lock: a trial of this program may have ended since the first
+                # look, its state not yet in the storage (its lock is let go first)
+                record = ended(self.folder, program.key)
+                if record is not None and _told(trial.study, record["trial"]):
+                    return self._repeat(trial, record)
+                return self._train(trial, program)
+        except Busy:
+            trial.set_user_attr("skipped", "busy")
+            raise
+
+    def _repeat(self, trial: Any, record: dict) -> Any:
+        """The values of the trial that trained the program (``record``, from its run
+        folder): this trial repeats them, training nothing."""
+        trial.set_user_attr("skipped", f"the program of trial {record['trial']}")
+        if record["pruned"] or record["bleu"] is None:
+            raise optuna_module().TrialPruned()
+        values = {"bleu": record["bleu"], **record["costs"]}
+        return [values[o] for o in self.spec.objectives]
+
+    def _train(self, trial: Any, program: Program) -> Any:
+        """Train the trial's program (its lock held) and return the trial's values."""
+        optuna = optuna_module()
         mirror = self.curves.ask() if self.curves is not None else None
         report = _reporter(trial if mirror is None else mirror)
         try:
             outcome = train_program(
                 self.spec, self.folder, program, trial.number, report, self.threads
             )
-        except Busy:
-            trial.set_user_attr("skipped", "busy")
-            raise
         except BaseException:
             if mirror is not None:
                 self.curves.tell(mirror, state=optuna.trial.TrialState.FAIL)
@@ -272,6 +292,17 @@ class _Objective:
                 trial.set_user_attr("skipped", f"the program of trial {t.number}")
                 raise optuna.TrialPruned()
         return None
+
+
+def _told(study: Any, number: int) -> bool:
+    """Whether trial ``number`` ended or will (complete, pruned, or running: about to be
+    told); not one that failed (killed after it trained: a retry takes its place)."""
+    optuna = optuna_module()
+    states = optuna.trial.TrialState
+    for t in study.get_trials(deepcopy=False):
+        if t.number == number:
+            return t.state in (states.COMPLETE, states.PRUNED, states.RUNNING)
+    return False
 
 
 def _reporter(trial: Any):

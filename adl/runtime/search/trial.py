@@ -16,7 +16,8 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,26 @@ def _read(spec: Spec, config: Config, files: tuple[Path, Path]) -> dict[str, Any
     return {k: v for k, v in given.items() if k in read or k in mine}
 
 
+@contextmanager
+def held(folder: Path, key: str) -> Iterator[None]:
+    """The program's lock for the block (its trainer's, see :func:`train_program`), or
+    raise :class:`Busy`."""
+    fd = claim(folder, key)
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def ended(folder: Path, key: str) -> dict[str, Any] | None:
+    """The record of the last trial that trained ``key`` to its end or was pruned (the run
+    folder's ``trials.jsonl``, written while that trial held the lock), or None."""
+    path = folder / "programs" / key / "trials.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    return json.loads(lines[-1]) if lines else None
+
+
 def claim(folder: Path, key: str) -> int | None:
     """The lock of a program (an open file descriptor), or raise :class:`Busy`."""
     if fcntl is None:
@@ -119,54 +140,50 @@ def train_program(
     threads: int = 0,
 ) -> Outcome:
     """Train (or resume) ``program`` in its run folder for trial ``number``, reporting each
-    validation; the costs are measured after it trains to the end (not when pruned)."""
+    validation; the costs are measured after it trains to the end (not when pruned). The
+    caller holds the program's lock (:func:`held`)."""
     from adl.runtime.training.train import Trainer
 
-    fd = claim(folder, program.key)
+    run = folder / "programs" / program.key
+    files = program.write(run)
+    rundir = RunDir(run)
+    resume = rundir.last.is_file()
+    if not resume:
+        for name in PARTIAL:  # a start killed before its first checkpoint: afresh
+            path = run / name
+            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+    config = trial_config(spec, folder, files, threads)
+    _note(run / "starts.jsonl", {"trial": number, "resume": resume, **_me()})
+    outcome = Outcome(None)
+    summary = None
+    trainer = Trainer(config, run, resume=resume)
     try:
-        run = folder / "programs" / program.key
-        files = program.write(run)
-        rundir = RunDir(run)
-        resume = rundir.last.is_file()
-        if not resume:
-            for name in PARTIAL:  # a start killed before its first checkpoint: afresh
-                path = run / name
-                shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
-        config = trial_config(spec, folder, files, threads)
-        _note(run / "starts.jsonl", {"trial": number, "resume": resume, **_me()})
-        outcome = Outcome(None)
-        summary = None
-        trainer = Trainer(config, run, resume=resume)
+
+        def told() -> None:
+            for entry in trainer.state.book.history[len(outcome.curve) :]:
+                point = (int(entry["step"]), float(entry["value"]))
+                outcome.curve.append(point)
+                if report(*point) and point[0] < config.train.max_steps:
+                    raise Pruned  # (at the last update the trial has finished)
+
         try:
-
-            def told() -> None:
-                for entry in trainer.state.book.history[len(outcome.curve) :]:
-                    point = (int(entry["step"]), float(entry["value"]))
-                    outcome.curve.append(point)
-                    if report(*point) and point[0] < config.train.max_steps:
-                        raise Pruned  # (at the last update the trial has finished)
-
-            try:
-                summary = trainer.run(lambda step, batches: told())
-                told()
-            except Pruned:
-                outcome.pruned = True
-            outcome.steps = trainer.step
-            if not outcome.pruned:
-                model = trainer.state.model
-                outcome.costs["params"] = float(sum(p.numel() for p in model.parameters()))
-        finally:
-            trainer.close()
-        if summary is not None and summary.interrupted:
-            raise KeyboardInterrupt
-        outcome.bleu = max((v for _, v in outcome.curve), default=None)
+            summary = trainer.run(lambda step, batches: told())
+            told()
+        except Pruned:
+            outcome.pruned = True
+        outcome.steps = trainer.step
         if not outcome.pruned:
-            outcome.costs.update(measure_costs(spec, folder, config, files))
-        _note(run / "trials.jsonl", {"trial": number, **_summary(outcome)})
-        return outcome
+            model = trainer.state.model
+            outcome.costs["params"] = float(sum(p.numel() for p in model.parameters()))
     finally:
-        if fd is not None:
-            os.close(fd)
+        trainer.close()
+    if summary is not None and summary.interrupted:
+        raise KeyboardInterrupt
+    outcome.bleu = max((v for _, v in outcome.curve), default=None)
+    if not outcome.pruned:
+        outcome.costs.update(measure_costs(spec, folder, config, files))
+    _note(run / "trials.jsonl", {"trial": number, **_summary(outcome)})
+    return outcome
 
 
 def measure_costs(spec: Spec, folder: Path, config: Config, files: tuple[Path, Path]) -> dict:
