@@ -158,6 +158,17 @@ def _starts(folder: Path) -> dict[str, list[dict]]:
     }
 
 
+def _training(trials: list, starts: dict[str, list[dict]]) -> list:
+    """The running trials that train their program (a start of theirs in its run folder),
+    not ones finding it busy."""
+    return [
+        t
+        for t in trials
+        if t.state == optuna.trial.TrialState.RUNNING
+        and any(s["trial"] == t.number for s in starts.get(t.user_attrs.get("program"), []))
+    ]
+
+
 @pytest.mark.slow
 def test_two_workers_a_kill_and_a_restart_train_no_finished_trial_twice(tmp_path):
     out = tmp_path / "s"
@@ -182,13 +193,7 @@ def test_two_workers_a_kill_and_a_restart_train_no_finished_trial_twice(tmp_path
                 and "skipped" not in t.user_attrs
                 and t.state != optuna.trial.TrialState.FAIL
             ]
-            starts = _starts(out)
-            running = [  # a trial training its program (not one finding it busy)
-                t
-                for t in trials
-                if t.state == optuna.trial.TrialState.RUNNING
-                and any(s["trial"] == t.number for s in starts.get(t.user_attrs.get("program"), []))
-            ]
+            running = _training(trials, _starts(out))
             if finished and running:
                 break
             time.sleep(1)
@@ -198,12 +203,8 @@ def test_two_workers_a_kill_and_a_restart_train_no_finished_trial_twice(tmp_path
         os.killpg(first.pid, signal.SIGKILL)  # the search and its workers, mid-trial
         first.wait()
     starts_before = _starts(out)
-    cut = {  # the programs being trained at the kill (the trial seen may have finished since)
-        t.user_attrs["program"]
-        for t in _trials(out)
-        if t.state == optuna.trial.TrialState.RUNNING
-        and any(s["trial"] == t.number for s in starts_before.get(t.user_attrs.get("program"), []))
-    }
+    # the programs being trained at the kill (the trial seen may have finished since)
+    cut = {t.user_attrs["program"] for t in _training(_trials(out), starts_before)}
     second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     trials = _trials(out)

@@ -16,8 +16,8 @@ model, ``weight`` with a float output layer changes 57 of the 329 test verses' g
 translations and 65 of their beam-4 ones (BLEU −0.07 and +0.20), where an int8 one changed
 72 and 82 (−0.06 and +0.37): docs/results/bench/inference_demo.json, now and before. The
 copy decodes through the same search as the float model
-(``Translator(int8(model), tokenizers)``); bench/inference.py measures its speed and BLEU against the float model and CTranslate2. On a
-CPU, ``weight`` is the default: torchao's ``dynamic`` decodes the demo's model several times
+(``Translator(int8(model), tokenizers)``); bench/inference.py measures its speed and BLEU
+against the float model and CTranslate2. On a CPU, ``weight`` is the default: torchao's ``dynamic`` decodes the demo's model several times
 slower than float32 (docs/performance.md, "Inference engines").
 """
 

@@ -9,10 +9,11 @@ program's lock gives it one trainer, so no trial runs twice.
 
 A worker killed mid-trial (``kill -9``, a lost node) leaves its trial RUNNING, with its
 host and pid written before it started (:func:`announce`). A worker on the same machine
-finds it (its process is gone), fails it and queues a retry of the same program, which resumes the run folder from its last checkpoint; on other machines Optuna's
-heartbeat does the same once the trial has been silent for ``grace`` seconds. Trials that
-train nothing are marked ``skipped`` and not counted: a program trained before (the trial
-takes its values), one another worker is training, one that does not check.
+finds it (its process is gone), fails it and queues a retry of the same program, which
+resumes the run folder from its last checkpoint; on other machines Optuna's heartbeat
+does the same once the trial has been silent for ``grace`` seconds. Trials that train
+nothing are marked ``skipped`` and not counted: a program trained before (the trial takes
+its values), one another worker is training, one that does not check.
 """
 
 from __future__ import annotations
@@ -235,20 +236,21 @@ class _Objective:
                 # look, its state not yet in the storage (its lock is let go first)
                 record = ended(self.folder, program.key)
                 if record is not None and _told(trial.study, record["trial"]):
-                    return self._repeat(trial, record)
+                    pruned = record["pruned"] or record["bleu"] is None
+                    values = None if pruned else self._values(record["bleu"], record["costs"])
+                    return self._repeat(trial, record["trial"], values)
                 return self._train(trial, program)
         except Busy:
             trial.set_user_attr("skipped", "busy")
             raise
 
-    def _repeat(self, trial: Any, record: dict) -> Any:
-        """The values of the trial that trained the program (``record``, from its run
-        folder): this trial repeats them, training nothing."""
-        trial.set_user_attr("skipped", f"the program of trial {record['trial']}")
-        if record["pruned"] or record["bleu"] is None:
+    def _repeat(self, trial: Any, number: int, values: Any) -> Any:
+        """Trial ``number``'s ``values`` (None: it was pruned), which this trial repeats,
+        training nothing."""
+        trial.set_user_attr("skipped", f"the program of trial {number}")
+        if values is None:
             raise optuna_module().TrialPruned()
-        values = {"bleu": record["bleu"], **record["costs"]}
-        return [values[o] for o in self.spec.objectives]
+        return values
 
     def _train(self, trial: Any, program: Program) -> Any:
         """Train the trial's program (its lock held) and return the trial's values."""
@@ -273,8 +275,12 @@ class _Objective:
         if mirror is not None:
             self.curves.tell(mirror, outcome.bleu)
         trial.set_user_attr("costs", outcome.costs)
-        values = {"bleu": outcome.bleu, **outcome.costs}
-        return [values[o] for o in self.spec.objectives]
+        return self._values(outcome.bleu, outcome.costs)
+
+    def _values(self, bleu: float, costs: dict[str, float]) -> list[float]:
+        """A trained program's values, in the order of the spec's objectives."""
+        found = {"bleu": bleu, **costs}
+        return [found[o] for o in self.spec.objectives]
 
     def _before(self, trial: Any, program: Program) -> Any:
         """The values of a program trained before (this trial repeats them, training
@@ -286,11 +292,9 @@ class _Objective:
             if "skipped" in t.user_attrs:
                 continue
             if t.state == optuna.trial.TrialState.COMPLETE:
-                trial.set_user_attr("skipped", f"the program of trial {t.number}")
-                return t.values if len(t.values) > 1 else t.values[0]
+                return self._repeat(trial, t.number, t.values if len(t.values) > 1 else t.values[0])
             if t.state == optuna.trial.TrialState.PRUNED:
-                trial.set_user_attr("skipped", f"the program of trial {t.number}")
-                raise optuna.TrialPruned()
+                return self._repeat(trial, t.number, None)
         return None
 
 
