@@ -15,6 +15,8 @@ on its train split for --minutes first. Every engine decodes the same sentences 
 1. ADL float32: the PyTorch model through runtime.search (adl.load_model);
 2. ADL int8 dynamic and 3. ADL int8 weight-only: the same model after torchao's
    ``quantize_`` (adl.runtime.decode.quantize.int8; the ``quant`` extra; CPU only);
+   with --compiled MODES, the same model's step compiled over a static cache for each
+   torch.compile mode (adl.runtime.decode.compiled; its warm-up pass compiles);
 4. CTranslate2 float32 and 5. CTranslate2 int8: ``adl export --ctranslate2`` with
    --quantization float32 / int8, through ``adl translate --engine ctranslate2``'s code.
 
@@ -79,6 +81,7 @@ class Engine:
     threads: int
     int8: str | None = None
     ct2_folder: Path | None = None
+    compiled: str | None = None  # a torch.compile mode: the step compiled over a static cache
 
     def search(self):
         torch.set_num_threads(self.threads)
@@ -88,6 +91,8 @@ class Engine:
             return Ct2Translator(self.ct2_folder, self.device, "default", self.threads).search
         import adl
 
+        if self.compiled is not None:
+            return adl.load_model(self.run, device=self.device, compiled=self.compiled).search
         eager = adl.load_model(self.run, device=self.device)
         if self.int8 is None:
             return eager.search
@@ -97,12 +102,16 @@ class Engine:
         return Translator(quantize(eager.model, self.int8), eager.tokenizers).search
 
 
-def engines(run: Path, work: Path, device: str, threads: int, int8: list[str]) -> dict:
+def engines(
+    run: Path, work: Path, device: str, threads: int, int8: list[str], compiled: list[str]
+) -> dict:
     """name -> :class:`Engine`, every engine of the comparison that can run here."""
     from adl.runtime.model.ct2_convert import export_ctranslate2
     from adl.runtime.model.export import export_run
 
     found = {ADL: Engine(run, device, threads)}
+    for mode in compiled:
+        found[f"ADL float32 compiled ({mode})"] = Engine(run, device, threads, compiled=mode)
     if device == "cpu":
         for kind in int8:
             found[f"ADL int8 {kind} (torchao)"] = Engine(run, device, threads, int8=kind)
@@ -225,6 +234,12 @@ def main() -> None:
     p.add_argument("--beams", default="1,4", help="beam sizes, comma separated (1: greedy)")
     p.add_argument("--rounds", type=int, default=3, help="timed rounds per beam size")
     p.add_argument("--int8", default="dynamic,weight", help="torchao int8 kinds ('' for none)")
+    p.add_argument(
+        "--compiled",
+        default="",
+        help="torch.compile modes of ADL's step over a static cache, comma separated, each an "
+        "engine (reduce-overhead: CUDA graphs on a GPU; '' for none)",
+    )
     p.add_argument("--threads", type=int, default=2, help="CPU threads of every engine")
     tokens = SearchOptions().max_tokens  # the search's default
     p.add_argument("--max-tokens", type=int, default=tokens, help="source tokens x beam a batch")
@@ -257,7 +272,8 @@ def main() -> None:
         print(f"training the small_cpu Transformer for {args.minutes:g} minutes -> {work / 'run'}")
         run = alone(train_small, args.data, work / "run", args.minutes)
     int8 = [k for k in args.int8.split(",") if k]
-    found = alone(engines, run, work, args.device, args.threads, int8)
+    compiled = [m for m in args.compiled.split(",") if m]
+    found = alone(engines, run, work, args.device, args.threads, int8, compiled)
     load = os.getloadavg()[0]
     rows = []
     for beam in (int(b) for b in args.beams.split(",")):

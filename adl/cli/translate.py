@@ -42,6 +42,14 @@ def add_model_choice(p: argparse.ArgumentParser) -> None:
         "dynamic, int8 weights and activations; weight, int8 weights only",
     )
     p.add_argument(
+        "--compiled",
+        metavar="MODE",
+        help="decode through the model's step compiled by torch.compile in MODE (default, "
+        "reduce-overhead: CUDA graphs on a GPU, max-autotune...), over a static cache; an "
+        "encoder-decoder whose decoder has dot-product attention, positions, feed-forward "
+        "and norms",
+    )
+    p.add_argument(
         "--decode-attention",
         choices=("soft", "hard"),
         help="decode the decoder's dot-product attention with standard attention or with hard "
@@ -147,6 +155,8 @@ def load_translator(args: argparse.Namespace):
             raise UsageError("--engine ctranslate2 decodes one model: give one --model")
         if getattr(args, "int8", None):
             raise UsageError("--int8 is for --engine adl (CTranslate2: --compute-type int8)")
+        if getattr(args, "compiled", None):
+            raise UsageError("--compiled is for --engine adl")
         return Ct2Translator.load(args.model[0], str(device), args.compute_type)
     from adl.runtime.decode.translator import Translator
 
@@ -157,6 +167,7 @@ def load_translator(args: argparse.Namespace):
         args.decode_attention,
         args.ensemble_mode,
         getattr(args, "int8", None),
+        getattr(args, "compiled", None),
     )
 
 

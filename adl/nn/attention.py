@@ -26,7 +26,7 @@ from torch import Tensor, nn
 from .. import patterns
 from . import retrieval
 from .base import Layer, implements
-from .context import Context, Prefix
+from .context import Context
 from .dropout import Dropout
 
 
@@ -201,7 +201,7 @@ class SelfAttention(DotAttention):
                 cache["k"], cache["v"] = k[:, :, old:], v[:, :, old:]
             else:
                 if "prefix" not in cache:
-                    cache["prefix"] = Prefix()
+                    cache["prefix"] = ctx.state.prefix()
                 k, v = cache["prefix"].append(k, v)
         banded = self.banded if self.banded is not None else q.size(2) >= BAND_FROM
         if band is not None and banded and ctx.record is None and not self.retrieves:
@@ -242,6 +242,8 @@ class SelfAttention(DotAttention):
                 return pad, False
             band = patterns.band(queries, self.window).to(device=device, dtype=torch.bool)
             return (band if pad is None else band & pad), False
+        if ctx.state is not None and ctx.state.static and self.window is None:
+            return ctx.state.key_mask(queries, device), False  # the keys written so far
         if queries == 1 and (self.window is None or keys <= self.window):
             return None, False  # one new position sees all (a window's cache holds k - 1)
         if self.window is None:

@@ -22,19 +22,22 @@ class Memory:
 
     ``top`` is the encoder's final output U^{L_s}; ``blocks`` are U^0 .. U^n, the input of the
     encoder's top-level ``repeat`` and the output of each of its copies (empty without a
-    repeat); ``pad`` marks padding (B, S), or is None when nothing is padded."""
+    repeat); ``pad`` marks padding (B, S), or is None when nothing is padded.
+
+    ``allowed`` is (B, 1, 1, S), True where a source position may be attended, shaped for
+    attention scores, or None when nothing is padded: made once per memory and shared by
+    every source attention (in decoding, once per sentence rather than at every step). It is
+    made with the memory, not on first use, so that a compiled decoding step reads it as
+    an input (:mod:`adl.runtime.decode.compiled`)."""
 
     top: Tensor
     pad: Tensor | None
     blocks: list[Tensor] = field(default_factory=list)
     masks: dict[torch.dtype, Tensor] = field(default_factory=dict, repr=False, compare=False)
+    allowed: Tensor | None = field(init=False, repr=False, compare=False)
 
-    @cached_property
-    def allowed(self) -> Tensor | None:
-        """(B, 1, 1, S) True where a source position may be attended, shaped for attention
-        scores, or None when nothing is padded: made once per memory and shared by every
-        source attention (in decoding, once per sentence rather than at every step)."""
-        return None if self.pad is None else ~self.pad[:, None, None, :]
+    def __post_init__(self) -> None:
+        self.allowed = None if self.pad is None else ~self.pad[:, None, None, :]
 
     def additive(self, dtype: torch.dtype) -> Tensor | None:
         """:attr:`allowed` as the additive mask (0 where allowed, -inf elsewhere) that the
@@ -53,11 +56,13 @@ class Memory:
         return self.top if index is None else self.blocks[index]
 
     def reorder(self, index: Tensor) -> Memory:
+        """The rows ``index`` (the additive masks made so far follow them)."""
         pick = lambda t: t.index_select(0, index)
         return Memory(
             pick(self.top),
             None if self.pad is None else pick(self.pad),
             [pick(b) for b in self.blocks],
+            {dtype: pick(mask) for dtype, mask in self.masks.items()},
         )
 
 
@@ -141,6 +146,47 @@ class Prefix:
             used.index_copy_(0, moved, used.index_select(0, source))
 
 
+class StaticPrefix:
+    """Keys and values of the target prefix in buffers of a fixed number of positions,
+    (B, H, capacity, d) each, that a decoding step writes at the state's position (a
+    tensor, :attr:`DecodeState.position`). A step attends to the whole buffers, the
+    positions not yet written masked (:meth:`DecodeState.key_mask`): its shapes and the
+    Python values it reads stay the same from one step to the next, which a compiled step
+    needs to run one graph for all of them (and a CUDA graph to be replayed). The buffers
+    are made at the first ``append`` and start zeroed (a masked key's weight is exactly 0,
+    and 0 times an unwritten value must not be NaN)."""
+
+    def __init__(self, capacity: int, position: Tensor) -> None:
+        self.capacity = capacity
+        self.position = position
+        self.k: Tensor | None = None
+        self.v: Tensor | None = None
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        if self.k is None or self.v is None:
+            b, h, _, d = k.shape
+            self.k = k.new_zeros(b, h, self.capacity, d)
+            self.v = v.new_zeros(b, h, self.capacity, d)
+        at = self.position + torch.arange(k.size(2), device=k.device)
+        self.k.index_copy_(2, at, k)
+        self.v.index_copy_(2, at, v)
+        return self.k, self.v
+
+    def reorder(self, index: Tensor, in_place: bool = False, moves: RowMoves | None = None) -> None:
+        """Keep rows ``index``, as :meth:`Prefix.reorder` (whole buffers: the number of
+        positions written is not known on the host)."""
+        if self.k is None or self.v is None:
+            return
+        if in_place and index.numel() == self.k.size(0):
+            found = (moves or RowMoves(index)).found
+            if found is not None:
+                moved, source = found
+                for buffer in (self.k, self.v):
+                    buffer.index_copy_(0, moved, buffer.index_select(0, source))
+            return
+        self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
+
+
 class RowMoves:
     """The rows of an in-place reorder by ``index`` that take another row's contents, and
     the rows they take them from: found on first use (it reads the index on the host, see
@@ -172,6 +218,48 @@ class DecodeState:
         self.cache: dict[int, dict[str, Any]] = {}
         self.source: dict[int, dict[str, Any]] = {}
         self.offset = 0  # positions already decoded
+        # a static cache (make_static): its number of positions, and the offset as a tensor
+        self.capacity: int | None = None
+        self.position: Tensor | None = None
+
+    def make_static(self, capacity: int, device: torch.device | str) -> None:
+        """Hold the target prefix in buffers of ``capacity`` positions
+        (:class:`StaticPrefix`), before the first step: every step then has the same
+        shapes. Self-attention layers attend to the whole buffers with
+        :meth:`key_mask`; positional layers read :attr:`position`."""
+        if self.cache or self.offset:
+            raise RuntimeError("a decoding state becomes static before its first step")
+        self.capacity = capacity
+        self.position = torch.zeros((), dtype=torch.long, device=device)
+
+    @property
+    def static(self) -> bool:
+        return self.capacity is not None
+
+    def prefix(self) -> Prefix | StaticPrefix:
+        """A new cache of a self-attention layer's keys and values."""
+        if self.capacity is None or self.position is None:
+            return Prefix()
+        return StaticPrefix(self.capacity, self.position)
+
+    def key_mask(self, queries: int, device: torch.device) -> Tensor:
+        """(1, 1, queries, capacity): True where query i (at position + i) may see a key of
+        a static cache: the keys written so far, its own included."""
+        assert self.capacity is not None and self.position is not None
+        q = self.position + torch.arange(queries, device=device).unsqueeze(1)
+        return (torch.arange(self.capacity, device=device) <= q)[None, None]
+
+    def position_ids(self, length: int, device: torch.device) -> Tensor:
+        """(1, length): the positions of a step's inputs, from the tensor of a static state
+        (the same values as ``offset``, without reading a Python number)."""
+        assert self.position is not None
+        return (self.position + torch.arange(length, device=device)).unsqueeze(0)
+
+    def advance(self, positions: int) -> None:
+        """Count a step's ``positions`` as decoded."""
+        self.offset += positions
+        if self.position is not None:
+            self.position += positions
 
     def of(self, layer: torch.nn.Module) -> dict[str, Any]:
         return self.cache.setdefault(id(layer), {})
@@ -197,7 +285,7 @@ class DecodeState:
                     entry[key] = value.index_select(0, index)
                 elif isinstance(value, tuple):
                     entry[key] = tuple(v.index_select(0, index) for v in value)
-                elif isinstance(value, Prefix):
+                elif isinstance(value, (Prefix, StaticPrefix)):
                     value.reorder(index, in_place, moves)
 
 
@@ -252,6 +340,8 @@ class Context:
         """(B or 1, T) positions of the current input."""
         if self.positions is not None:
             return self.positions
+        if self.state is not None and self.state.static:
+            return self.state.position_ids(length, device)
         return torch.arange(self.offset, self.offset + length, device=device).unsqueeze(0)
 
     def key_padding(self) -> Tensor | None:

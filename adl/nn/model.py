@@ -138,6 +138,14 @@ class Seq2Seq(TranslationModel):
 
     def decode(self, tgt_in: Tensor, memory: Memory, state: DecodeState | None = None) -> Tensor:
         """Logits for ``tgt_in``; with a state, ``tgt_in`` holds only the new positions."""
+        logits = self.logits(tgt_in, memory, state)
+        if state is not None:
+            state.advance(tgt_in.size(1))
+        return logits
+
+    def logits(self, tgt_in: Tensor, memory: Memory, state: DecodeState | None = None) -> Tensor:
+        """:meth:`decode` without counting the positions in ``state`` (a compiled step
+        counts them outside its graph: :mod:`adl.runtime.decode.compiled`)."""
         ctx = Context(
             "decoder",
             pad=tgt_in.eq(self.pad_id),
@@ -146,8 +154,6 @@ class Seq2Seq(TranslationModel):
             record=self._recording,
         )
         z = self.decoder(self.tgt_embed(tgt_in), ctx)  # Z^0 = E_tgt y
-        if state is not None:
-            state.offset += tgt_in.size(1)
         return self.output(z)  # W_o z^L + b_o
 
     # --- incremental decoding ------------------------------------------------------------

@@ -34,7 +34,7 @@ class SinusoidalPositions(Layer):
         self.made: dict[tuple[int, int, torch.device, torch.dtype], Tensor] = {}
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
-        if ctx.state is not None and ctx.positions is None:
+        if ctx.state is not None and ctx.positions is None and not ctx.state.static:
             p = self.steps(ctx, x)  # (1, T, D)
         else:
             p = sinusoids(ctx.position_ids(x.size(1), x.device), self.d).to(x.dtype)  # (B|1, T, D)
@@ -68,6 +68,8 @@ class LearnedPositions(Layer):
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
         positions = ctx.position_ids(x.size(1), x.device)
         limit = self.embed.num_embeddings
+        if ctx.state is not None and ctx.state.static:
+            return self.drop(x + self.embed(positions))  # the compiled step checks the reach
         if ctx.positions is None:  # offset + t: known on the host (no device read a step)
             reach = ctx.offset + x.size(1)
         else:

@@ -336,3 +336,28 @@ def test_no_int8_path_calls_the_deprecated_quantization(root):
         )
     ]
     assert files and found == []
+
+
+@pytest.mark.slow
+def test_a_compiled_step_translates_as_the_eager_one(run):
+    """adl.load_model(..., compiled=...): the reverse task's translations, greedy and beam 4,
+    as the eager search finds them (adl.runtime.decode.compiled)."""
+    from adl.runtime.decode.translator import load_model
+
+    tmp, out = run
+    lines = [" ".join("abcdefghij"[i : i + 3 + i % 4]) for i in range(7)]
+    eager, compiled = load_model(out), load_model(out, compiled="default")
+    for beam in (1, 4):
+        assert compiled.translate(lines, beam=beam) == eager.translate(lines, beam=beam)
+    assert compiled.translate("a b c d", beam=4) == "d c b a"
+
+
+def test_compiled_refusals(run):
+    from adl.runtime.decode.translator import load_model
+    from adl.runtime.errors import ConfigError
+
+    tmp, out = run
+    with pytest.raises(ConfigError, match="an ensemble decodes eagerly"):
+        load_model([out, out], compiled="default")
+    with pytest.raises(ConfigError, match="compiled must be one of"):
+        load_model(out, compiled="fastest")

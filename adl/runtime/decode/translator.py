@@ -80,12 +80,27 @@ class Attention:
 class Translator:
     """A model and its tokenizers on one device, in eval mode."""
 
-    def __init__(self, model, tokenizers, device: str | torch.device = "cpu", origin: str = ""):
+    def __init__(
+        self,
+        model,
+        tokenizers,
+        device: str | torch.device = "cpu",
+        origin: str = "",
+        compiled: str | None = None,
+    ):
+        """``compiled``: a ``torch.compile`` mode (``default``, ``reduce-overhead``...) to
+        decode through a compiled step over a static cache
+        (:class:`~adl.runtime.decode.compiled.CompiledStep`), or None (eager)."""
         self.model = model.to(device).eval()
         self.tokenizers = tokenizers
         self.device = torch.device(device)
         self.origin = origin  # what it was loaded from
         self.src_limit, self.tgt_limit = position_limits(model)
+        self.steps = None
+        if compiled is not None:
+            from adl.runtime.decode.compiled import CompiledStep
+
+            self.steps = CompiledStep(self.model, compiled)
 
     @classmethod
     def load(
@@ -96,6 +111,7 @@ class Translator:
         decode_attention: str | None = None,
         ensemble_mode: str = "linear",
         int8: str | None = None,
+        compiled: str | None = None,
     ) -> Translator:
         """A trained model ready to translate, score and show its attention
         (``adl.load_model`` is this method): from a run directory (``checkpoint``: best |
@@ -107,7 +123,10 @@ class Translator:
         distributions are combined (``ensemble_mode``: ``linear``, the average probability,
         or ``log_linear``). ``int8`` (dynamic | weight, on the CPU, the ``quant`` extra)
         decodes with int8 linear layers made by torchao
-        (:func:`adl.runtime.decode.quantize.int8`).
+        (:func:`adl.runtime.decode.quantize.int8`). ``compiled`` (a ``torch.compile`` mode:
+        ``default``, ``reduce-overhead``...) decodes through a compiled step
+        (:mod:`adl.runtime.decode.compiled`; an encoder-decoder model whose decoder's layers
+        it takes).
 
             t = adl.load_model("runs/tiny")
             t.translate(["a b c"], beam=4)                   # ['c b a']
@@ -132,7 +151,9 @@ class Translator:
             loaded = [(quantize(m, int8, copy=False), t) for m, t in loaded]
         if len(loaded) == 1:
             model, tokenizers = loaded[0]
-            return cls(model, tokenizers, device, str(paths[0]))
+            return cls(model, tokenizers, device, str(paths[0]), compiled)
+        if compiled is not None:
+            raise ConfigError("an ensemble decodes eagerly (compiled takes one model)")
         origins = [str(p) for p in paths]
         check_vocabularies([t for _, t in loaded], origins)
         ensemble = Ensemble([m for m, _ in loaded], ensemble_mode)
@@ -215,8 +236,12 @@ class Translator:
         return self.search_tokens(*args, **kwargs)
 
     def _run(self, ids, options, cap, warn, rows, numbers) -> list[list[Hypothesis]]:
+        model = self.model
+        if self.steps is not None:
+            self.steps.plan(options.len_a, options.len_b, cap)
+            model = self.steps
         try:
-            return search_ids(self.model, self.tokenizers, ids, options, self.device, cap=cap)
+            return search_ids(model, self.tokenizers, ids, options, self.device, cap=cap)
         except InputError as exc:
             if len(ids) == 1:
                 warn(numbers[rows[0]], f"not translated: {exc}")

@@ -1,0 +1,182 @@
+"""A decoding step compiled with ``torch.compile`` over a static cache.
+
+:class:`CompiledStep` has a model's incremental interface (``start`` / ``step``, as
+:class:`~adl.runtime.decode.search.FullRecompute` has), so greedy and beam search run it
+unchanged. Its state is static (:meth:`adl.nn.context.DecodeState.make_static`): the
+self-attention layers keep their keys and values in buffers of a fixed number of positions
+(the batch's longest translation, rounded up to :data:`BUCKET`) and attend to the whole
+buffers with the positions not yet written masked; the step's position is a tensor. From
+one step to the next, the step then has the same shapes and reads no changing Python number,
+so ``torch.compile`` makes one graph for all of them (the number of rows, which falls as
+sentences finish, becomes a symbolic size). The first step of a batch, which makes the
+buffers and projects the source, runs eagerly.
+
+``adl.load_model(run, compiled="default")`` decodes through it (``compiled`` is the
+``torch.compile`` mode: ``default``, ``reduce-overhead``, which replays CUDA graphs on a
+GPU, or ``max-autotune``). The translations are those of the eager search (tests/runtime/
+test_compiled_decode.py compares them); on this machine's CPU it is slower than the eager
+step for the demo's model (docs/results/bench/inference_demo_compiled.json: 0.87x greedy,
+0.88x at beam 4), so the eager search stays the default. The layers it takes are those whose
+step reads nothing but the cache: dot-product self-attention without a window (soft or
+hard), source attention, positions, feed-forward, norms and the structure around them;
+a model with another layer kind in its decoder is refused by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from adl.errors import InputError
+from adl.nn.attention import MLPSourceAttention, SelfAttention, SourceAttention
+from adl.nn.base import Chain, Layer
+from adl.nn.basic import (
+    Activation,
+    DropoutLayer,
+    FeedForward,
+    FeedForwardBlock,
+    Identity,
+    Linear,
+    Norm,
+)
+from adl.nn.context import DecodeState, Memory
+from adl.nn.model import Seq2Seq
+from adl.nn.position import LearnedPositions, SinusoidalPositions
+from adl.nn.structure import (
+    Concat,
+    Highway,
+    PreNormResidual,
+    Repeat,
+    Residual,
+    ResidualDropout,
+)
+from adl.runtime.errors import ConfigError
+
+# the decoder layers whose step reads only the static cache (their own state, if any, is
+# a self-attention's keys and values or what was computed from the source)
+SUPPORTED: tuple[type[Layer], ...] = (
+    Chain,
+    Repeat,
+    Residual,
+    ResidualDropout,
+    PreNormResidual,
+    Highway,
+    Concat,
+    DropoutLayer,
+    Identity,
+    Linear,
+    FeedForward,
+    FeedForwardBlock,
+    Activation,
+    Norm,
+    SinusoidalPositions,
+    LearnedPositions,
+    SelfAttention,
+    SourceAttention,
+    MLPSourceAttention,
+)
+
+# a static cache holds a multiple of this many positions: batches whose longest translation
+# differs by less share their shapes (and a CUDA graph)
+BUCKET = 16
+
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def unsupported(model: Any) -> list[str]:
+    """Why ``model`` cannot decode through a compiled step: one line per reason (empty when
+    it can)."""
+    if not isinstance(model, Seq2Seq):
+        return [f"a {type(model).__name__} (only an encoder-decoder model compiles its step)"]
+    found = []
+    for module in model.decoder.modules():
+        if not isinstance(module, Layer):
+            continue
+        where = getattr(module, "position", type(module).__name__)
+        if not isinstance(module, SUPPORTED):
+            found.append(f"{where}: its decoding step keeps state of its own")
+        elif isinstance(module, SelfAttention) and module.window is not None:
+            found.append(f"{where}: a window keeps only its last keys")
+    return found
+
+
+def target_limit(model: Seq2Seq) -> int | None:
+    """The most target positions the decoder embeds (``learn_pos``), or None."""
+    sizes = [
+        m.embed.num_embeddings for m in model.decoder.modules() if isinstance(m, LearnedPositions)
+    ]
+    return min(sizes) if sizes else None
+
+
+class CompiledStep:
+    """``model``'s decoding step, compiled over a static cache (the module's docstring).
+
+    ``mode``: the ``torch.compile`` mode (:data:`MODES`). Before a search, :meth:`plan`
+    sets how long its translations may be (the search's ``len_a``, ``len_b`` and cap), which
+    sizes each batch's cache."""
+
+    def __init__(self, model: Any, mode: str = "default"):
+        why = unsupported(model)
+        if why:
+            raise ConfigError(
+                "this model cannot decode through a compiled step:\n  " + "\n  ".join(why)
+            )
+        if mode not in MODES:
+            raise ConfigError(f"compiled must be one of {', '.join(MODES)}, not {mode!r}")
+        self.model = model
+        self.mode = mode
+        self.needs_src_words = model.needs_src_words
+        self.limit = target_limit(model)
+        self.lengths: tuple[float, int, int | None] = (1.5, 10, None)
+        self.compiled = torch.compile(self.next_logp, mode=mode)
+
+    def plan(self, len_a: float, len_b: int, cap: int | None) -> None:
+        """The next searches' length rule: at most ``len_a`` x source length + ``len_b``
+        tokens, and at most ``cap``."""
+        self.lengths = (len_a, len_b, cap)
+
+    def capacity(self, source_width: int) -> int:
+        """Cache positions for a batch whose widest source row is ``source_width`` tokens
+        (its eos included): the search's steps at most (the longest translation and the step
+        that may add its eos, with one to spare against rounding), rounded up to
+        :data:`BUCKET`."""
+        len_a, len_b, cap = self.lengths
+        longest = int((source_width - 1) * len_a + len_b) + 1
+        if cap is not None:
+            longest = min(longest, cap)
+        steps = max(longest, 1) + 1
+        return -(-steps // BUCKET) * BUCKET
+
+    def next_logp(self, tokens: Tensor, memory: Memory, state: DecodeState) -> Tensor:
+        """Log-probabilities (B, V) of the next token after ``tokens`` (B,); the state not
+        advanced (the graph :attr:`compiled` is made of this)."""
+        return self.model.logits(tokens.unsqueeze(1), memory, state)[:, -1].log_softmax(-1)
+
+    def start(self, src: Tensor, src_words: Tensor | None = None) -> tuple[Memory, DecodeState]:
+        memory, state = self.model.start(src, src_words)
+        state.make_static(self.capacity(src.size(1)), src.device)
+        return memory, state
+
+    def step(self, tokens: Tensor, memory: Memory, state: DecodeState) -> Tensor:
+        assert state.capacity is not None  # made by start
+        if state.offset >= state.capacity:
+            raise InputError(
+                f"a compiled decoding step holds {state.capacity} positions; this search "
+                f"takes more (is the cap of plan() below the search's max_len?)",
+                limit=state.capacity,
+                length=state.offset + 1,
+            )
+        if self.limit is not None and state.offset >= self.limit:
+            raise InputError(
+                f"learn_pos(max_seq_len={self.limit}) embeds sequences of at most "
+                f"{self.limit} positions; this translation has {state.offset + 1}",
+                limit=self.limit,
+                length=state.offset + 1,
+            )
+        # the first step makes the cache's buffers and the source's keys and values: eager
+        run = self.next_logp if state.offset == 0 else self.compiled
+        logp = run(tokens, memory, state)
+        state.advance(1)
+        return logp

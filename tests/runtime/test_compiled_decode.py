@@ -1,0 +1,143 @@
+"""A decoding step over a static cache, eager and compiled (adl.runtime.decode.compiled):
+the same translations as the model's own step, one graph for every step, the layers it
+cannot take refused by name."""
+
+import pytest
+import torch
+from test_runtime_beam import FAMILIES, build, sources
+
+import adl
+from adl.errors import InputError
+from adl.runtime.decode.compiled import BUCKET, CompiledStep, unsupported
+from adl.runtime.decode.search import beam, greedy, pad_batch
+from adl.runtime.errors import ConfigError
+
+LEARNED = (
+    "learn_pos(max_seq_len=40) -> repeat(2, res_nd(mh_dot_self_att) -> res_nd(mh_dot_src_att) "
+    "-> res_nd(ffl)) -> norm"
+)
+MLP = "pos -> res_d(mh_dot_self_att) -> concat(id, mlp_src_att) -> ff"
+
+
+def static(model, len_a=1.0, len_b=12):
+    """The step over a static cache, run eagerly (``compiled`` is the uncompiled step): the
+    cache and masks without torch.compile."""
+    steps = CompiledStep(model)
+    steps.compiled = steps.next_logp
+    steps.plan(len_a, len_b, None)
+    return steps
+
+
+def tokens(hypotheses):
+    return [[h.tokens for h in hyps] for hyps in hypotheses]
+
+
+def build_decoder(dec, seed=0, vocab=30):
+    torch.manual_seed(seed)
+    enc = FAMILIES["transformer"][0]
+    kw = dict(src_vocab=vocab, tgt_vocab=vocab, d_model=32, heads=4, dropout=0.0)
+    return adl.build(enc, dec, length_ratio=1.0, **kw).eval()
+
+
+MODELS = {
+    "transformer": lambda: build("transformer"),
+    "hard retrieval": lambda: build("hard retrieval"),
+    "learned positions": lambda: build_decoder(LEARNED),
+    "mlp source attention": lambda: build_decoder(MLP),
+}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_static_cache_finds_the_translations_of_the_growing_one(name):
+    """Greedy and beam search (nbest 3) over two batches: the tokens of every hypothesis and
+    their scores (to float32 rounding: the masked keys change the order of no sum, but the
+    fused attention may block them otherwise)."""
+    model = MODELS[name]()
+    steps = static(model)
+    for seed, n in ((1, 5), (4, 9)):
+        src = sources(n, seed)
+        assert greedy(steps, src, None, 12) == greedy(model, src, None, 12)
+        found, eager = (
+            beam(steps, src, 3, None, 12, nbest=3),
+            beam(model, src, 3, None, 12, nbest=3),
+        )
+        assert tokens(found) == tokens(eager)
+        for a, b in zip(found, eager):
+            for x, y in zip(a, b):
+                assert x.score == pytest.approx(y.score, abs=1e-4)
+
+
+def test_the_cache_holds_the_search_s_longest_translation_rounded_up():
+    steps = static(build("transformer"), len_a=1.5, len_b=10)
+    # sources of 7 tokens + eos: at most int(7 x 1.5 + 10) = 20 tokens and the eos step: 21
+    # steps with one spare -> 22 positions, rounded up to the bucket
+    assert steps.capacity(8) == 32 == 2 * BUCKET
+    steps.plan(1.5, 10, 12)  # a cap (the model's target positions) bounds it
+    assert steps.capacity(8) == BUCKET
+    memory, state = steps.start(pad_batch([[5, 6, 7]]))
+    assert state.static and state.capacity == BUCKET
+
+
+def test_a_step_past_the_cache_is_refused():
+    steps = static(build("transformer"), len_a=0.0, len_b=1)
+    memory, state = steps.start(pad_batch([[5, 6, 7]]))
+    token = torch.tensor([5])
+    for _ in range(state.capacity):
+        steps.step(token, memory, state)
+    with pytest.raises(InputError, match=f"holds {BUCKET} positions"):
+        steps.step(token, memory, state)
+
+
+def test_a_state_turns_static_before_its_first_step_only():
+    model = build("transformer")
+    memory, state = model.start(pad_batch([[5, 6]]))
+    model.step(torch.tensor([5]), memory, state)
+    with pytest.raises(RuntimeError, match="before its first step"):
+        state.make_static(16, "cpu")
+
+
+@pytest.mark.parametrize(
+    "model, why",
+    [
+        (lambda: build("rnn"), "rnn: its decoding step keeps state of its own"),
+        (lambda: build("cnn"), "cnn: its decoding step keeps state of its own"),
+        (lambda: build("gaussian"), "gauss_att: its decoding step keeps state of its own"),
+        (lambda: build("joint"), "a JointModel"),
+        (
+            lambda: build_decoder("pos -> res_nd(mh_dot_self_att(window=3)) -> norm"),
+            "mh_dot_self_att: a window keeps only its last keys",
+        ),
+    ],
+)
+def test_a_layer_the_static_cache_cannot_take_is_refused_by_name(model, why):
+    m = model()
+    assert any(why in line for line in unsupported(m))
+    with pytest.raises(ConfigError, match="cannot decode through a compiled step"):
+        CompiledStep(m)
+
+
+def test_an_unknown_mode_and_an_ensemble_are_refused():
+    with pytest.raises(ConfigError, match="compiled must be one of"):
+        CompiledStep(build("transformer"), "fast")
+
+
+@pytest.mark.slow
+def test_the_compiled_step_is_one_graph_and_translates_as_the_eager_search():
+    """torch.compile over the static cache: three batches of other sizes (rows, source
+    widths, cache positions), greedy and beam 3; the same tokens as the model's own step; no
+    graph break, and two graphs in all (the first, and the one whose number of rows is
+    symbolic after the rows first change) whatever the batch."""
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    model = build("transformer")
+    steps = CompiledStep(model)
+    for seed, n, len_b in ((0, 5, 12), (1, 8, 20), (2, 11, 12)):
+        steps.plan(1.0, len_b, None)
+        src = sources(n, seed)
+        assert greedy(steps, src, None, len_b) == greedy(model, src, None, len_b)
+        found, eager = beam(steps, src, 3, None, len_b), beam(model, src, 3, None, len_b)
+        assert tokens(found) == tokens(eager)
+    assert not counters["graph_break"]
+    assert counters["stats"]["unique_graphs"] <= 2
