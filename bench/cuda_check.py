@@ -3,7 +3,7 @@ device, incremental decoding equals full recomputation (greedy), the search equa
 reference search (bench/search_reference.py, beam 4), and the device's beam-4 translations
 equal the CPU's. No test of the suite runs on a GPU; this is the check to run where one is.
 
-    python bench/cuda_check.py [--device cuda]
+    python bench/cuda_check.py [--device cuda] [--compiled reduce-overhead]
 
 Small random models (d_model 64, 4 heads, vocabulary 60), six sources of 3-11 tokens, at
 most 15 output tokens; TF32 off, so that the device computes in float32 as the CPU does.
@@ -22,6 +22,7 @@ import torch
 
 import adl
 from adl.runtime.data.tokenizer import PAD
+from adl.runtime.decode.compiled import CompiledStep, unsupported
 from adl.runtime.decode.search import FullRecompute, beam, greedy, pad_batch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +52,12 @@ def words_of(model, src: torch.Tensor) -> torch.Tensor | None:
     return words.clamp_min(0).masked_fill(src.eq(PAD), 0)
 
 
-def check(name: str, files: tuple[str, ...], device: str) -> dict[str, bool]:
+def check(
+    name: str, files: tuple[str, ...], device: str, compiled: str | None = None
+) -> dict[str, bool]:
+    """The family's checks on ``device``; with ``compiled`` (a torch.compile mode), also
+    whether the step compiled over a static cache finds the eager search's beam-4
+    translations there (for a family whose layers it takes)."""
     torch.manual_seed(0)
     paths = [A / f for f in files]
     kw = dict(src_vocab=60, tgt_vocab=60, d_model=64, heads=4, dropout=0.0, length_ratio=1.0)
@@ -73,24 +79,36 @@ def check(name: str, files: tuple[str, ...], device: str) -> dict[str, bool]:
         s, w = src.to(device), None if words is None else words.to(device)
         incremental, full = greedy(model, s, w, 15), greedy(FullRecompute(model), s, w, 15)
         found, reference = beam(model, s, 4, w, 15), beam_reference(model, s, 4, w, 15)
-    return {
-        "incremental = full": incremental == full,
-        "search = reference": same(found, reference),
-        "device = cpu": same(on_cpu, found),
-    }
+        result = {
+            "incremental = full": incremental == full,
+            "search = reference": same(found, reference),
+            "device = cpu": same(on_cpu, found),
+        }
+        if compiled is not None and not unsupported(model):
+            steps = CompiledStep(model, compiled)
+            steps.plan(0.0, 15, None)
+            result["compiled = eager"] = same(beam(steps, s, 4, w, 15), found)
+    return result
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--device", default="cuda")
+    ap.add_argument(
+        "--compiled",
+        metavar="MODE",
+        help="also decode through the step compiled in this torch.compile mode "
+        "(reduce-overhead: CUDA graphs) and check it finds the eager translations",
+    )
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     ok = True
     for name, files in FAMILIES.items():
-        result = check(name, files, args.device)
+        result = check(name, files, args.device, args.compiled)
         print(f"{name:14s} {result}", flush=True)
         ok &= result["incremental = full"] and result["search = reference"]
+        ok &= result.get("compiled = eager", True)
     print("ALL OK" if ok else "SOME FAILED")
     return 0 if ok else 1
 
