@@ -165,8 +165,7 @@ class StaticPrefix:
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         if self.k is None or self.v is None:
             b, h, _, d = k.shape
-            self.k = k.new_zeros(b, h, self.capacity, d)
-            self.v = v.new_zeros(b, h, self.capacity, d)
+            self.k, self.v = (self._buffer(t.new_zeros(b, h, self.capacity, d)) for t in (k, v))
         at = self.position + torch.arange(k.size(2), device=k.device)
         self.k.index_copy_(2, at, k)
         self.v.index_copy_(2, at, v)
@@ -184,7 +183,16 @@ class StaticPrefix:
                 for buffer in (self.k, self.v):
                     buffer.index_copy_(0, moved, buffer.index_select(0, source))
             return
-        self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
+        self.k, self.v = (self._buffer(t.index_select(0, index)) for t in (self.k, self.v))
+
+    @staticmethod
+    def _buffer(t: Tensor) -> Tensor:
+        """On a GPU, a buffer a CUDA graph may write in place: its address is marked static
+        (else torch.compile's CUDA graphs skip a step that mutates an input; a new buffer,
+        after sentences leave the batch, is recorded anew)."""
+        if t.is_cuda:
+            torch._dynamo.mark_static_address(t)
+        return t
 
 
 class RowMoves:

@@ -9,7 +9,10 @@ buffers with the positions not yet written masked; the step's position is a tens
 one step to the next, the step then has the same shapes and reads no changing Python number,
 so ``torch.compile`` makes one graph for all of them (the number of rows, which falls as
 sentences finish, becomes a symbolic size). The first step of a batch, which makes the
-buffers and projects the source, runs eagerly.
+buffers and projects the source, runs eagerly. On a GPU the buffers' addresses are marked
+static, so that ``reduce-overhead``'s CUDA graphs may write them in place, and each step
+tells the graphs that the last step's outputs are used up; a GPU has yet to run it
+(``python bench/cuda_check.py --compiled reduce-overhead`` checks its translations there).
 
 ``adl.load_model(run, compiled="default")`` decodes through it (``compiled`` is the
 ``torch.compile`` mode: ``default``, ``reduce-overhead``, which replays CUDA graphs on a
@@ -176,7 +179,11 @@ class CompiledStep:
                 length=state.offset + 1,
             )
         # the first step makes the cache's buffers and the source's keys and values: eager
-        run = self.next_logp if state.offset == 0 else self.compiled
-        logp = run(tokens, memory, state)
+        if state.offset == 0:
+            logp = self.next_logp(tokens, memory, state)
+        else:
+            if self.mode == "reduce-overhead":  # the last step's outputs are used up
+                torch.compiler.cudagraph_mark_step_begin()
+            logp = self.compiled(tokens, memory, state)
         state.advance(1)
         return logp
