@@ -120,7 +120,8 @@ class Prefix:
             return
         rows, used = index.numel(), self.length
         if in_place and rows == self.k.size(0):
-            self._move((moves or RowMoves(index)).found)
+            written = (self.k[:, :, :used], self.v[:, :, :used])
+            move_rows(written, (moves or RowMoves(index)).found)
             return
         spare = self.spare
         if spare is None or spare[0].size(0) != rows:
@@ -133,17 +134,17 @@ class Prefix:
         self.spare = (self.k, self.v) if self.k.size(0) == rows else None
         self.k, self.v = spare
 
-    def _move(self, moves: tuple[Tensor, Tensor] | None) -> None:
-        """A reorder that keeps every row, in place: only the rows that take another
-        row's contents are copied (a beam search keeps most hypotheses in their rows:
-        :func:`adl.runtime.decode.search.in_place`)."""
-        assert self.k is not None and self.v is not None
-        if moves is None:
-            return
-        moved, source = moves
-        for buffer in (self.k, self.v):
-            used = buffer[:, :, : self.length]
-            used.index_copy_(0, moved, used.index_select(0, source))
+
+def move_rows(buffers: tuple[Tensor, ...], moves: tuple[Tensor, Tensor] | None) -> None:
+    """A reorder that keeps every row, in place: only the rows that take another row's
+    contents are copied (a beam search keeps most hypotheses in their rows:
+    :func:`adl.runtime.decode.search.in_place`). ``moves``: (moved rows, their sources), as
+    :attr:`RowMoves.found` gives them, or None when no row moves."""
+    if moves is None:
+        return
+    moved, source = moves
+    for buffer in buffers:
+        buffer.index_copy_(0, moved, buffer.index_select(0, source))
 
 
 class StaticPrefix:
@@ -177,11 +178,7 @@ class StaticPrefix:
         if self.k is None or self.v is None:
             return
         if in_place and index.numel() == self.k.size(0):
-            found = (moves or RowMoves(index)).found
-            if found is not None:
-                moved, source = found
-                for buffer in (self.k, self.v):
-                    buffer.index_copy_(0, moved, buffer.index_select(0, source))
+            move_rows((self.k, self.v), (moves or RowMoves(index)).found)
             return
         self.k, self.v = (self._buffer(t.index_select(0, index)) for t in (self.k, self.v))
 

@@ -55,7 +55,9 @@ from adl.nn.structure import (
     Residual,
     ResidualDropout,
 )
+from adl.runtime.decode.translator import position_limits
 from adl.runtime.errors import ConfigError
+from adl.runtime.search_options import SearchOptions
 
 # the decoder layers whose step reads only the static cache (their own state, if any, is
 # a self-attention's keys and values or what was computed from the source)
@@ -105,14 +107,6 @@ def unsupported(model: Any) -> list[str]:
     return found
 
 
-def target_limit(model: Seq2Seq) -> int | None:
-    """The most target positions the decoder embeds (``learn_pos``), or None."""
-    sizes = [
-        m.embed.num_embeddings for m in model.decoder.modules() if isinstance(m, LearnedPositions)
-    ]
-    return min(sizes) if sizes else None
-
-
 class CompiledStep:
     """``model``'s decoding step, compiled over a static cache (the module's docstring).
 
@@ -131,8 +125,9 @@ class CompiledStep:
         self.model = model
         self.mode = mode
         self.needs_src_words = model.needs_src_words
-        self.limit = target_limit(model)
-        self.lengths: tuple[float, int, int | None] = (1.5, 10, None)
+        self.limit = position_limits(model)[1]  # learn_pos's target positions, or None
+        defaults = SearchOptions()  # until plan() says otherwise
+        self.lengths: tuple[float, int, int | None] = (defaults.len_a, defaults.len_b, None)
         self.compiled = torch.compile(self.next_logp, mode=mode)
 
     def plan(self, len_a: float, len_b: int, cap: int | None) -> None:
