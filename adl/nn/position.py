@@ -82,3 +82,10 @@ class LearnedPositions(Layer):
                 length=reach,
             )
         return self.drop(x + self.embed(positions))  # dropout(h_t + P_t)
+
+
+def learned_limit(module: nn.Module) -> int | None:
+    """The most positions the ``learn_pos`` layers in ``module`` embed (the least of them),
+    or None where none limits it."""
+    sizes = [m.embed.num_embeddings for m in module.modules() if isinstance(m, LearnedPositions)]
+    return min(sizes) if sizes else None

@@ -46,7 +46,7 @@ from adl.nn.basic import (
 )
 from adl.nn.context import DecodeState, Memory
 from adl.nn.model import Seq2Seq
-from adl.nn.position import LearnedPositions, SinusoidalPositions
+from adl.nn.position import LearnedPositions, SinusoidalPositions, learned_limit
 from adl.nn.structure import (
     Concat,
     Highway,
@@ -55,7 +55,6 @@ from adl.nn.structure import (
     Residual,
     ResidualDropout,
 )
-from adl.runtime.decode.translator import position_limits
 from adl.runtime.errors import ConfigError
 from adl.runtime.search_options import SearchOptions
 
@@ -125,7 +124,7 @@ class CompiledStep:
         self.model = model
         self.mode = mode
         self.needs_src_words = model.needs_src_words
-        self.limit = position_limits(model)[1]  # learn_pos's target positions, or None
+        self.limit = learned_limit(model.decoder)  # learn_pos's target positions
         defaults = SearchOptions()  # until plan() says otherwise
         self.lengths: tuple[float, int, int | None] = (defaults.len_a, defaults.len_b, None)
         self.compiled = torch.compile(self.next_logp, mode=mode)

@@ -38,22 +38,15 @@ Warn = Callable[[int, str], None]  # (line number, message)
 def position_limits(model) -> tuple[int | None, int | None]:
     """The most source and target positions the model embeds (``learn_pos``), or None
     where nothing limits them. A joint model counts positions per side."""
-    from adl.nn.position import LearnedPositions
+    from adl.nn.position import learned_limit
 
     if hasattr(model, "members"):  # an ensemble: what every member can take
         limits = [position_limits(m) for m in model.members]
         least = lambda xs: min((x for x in xs if x is not None), default=None)
         return least([s for s, _ in limits]), least([t for _, t in limits])
-
-    def limit(module) -> int | None:
-        sizes = [
-            m.embed.num_embeddings for m in module.modules() if isinstance(m, LearnedPositions)
-        ]
-        return min(sizes) if sizes else None
-
     if hasattr(model, "encoder"):
-        return limit(model.encoder), limit(model.decoder)
-    both = limit(model)
+        return learned_limit(model.encoder), learned_limit(model.decoder)
+    both = learned_limit(model)
     return both, both
 
 
