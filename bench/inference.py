@@ -146,75 +146,107 @@ def alone(work, *args):
         return pool.submit(work, *args).result()
 
 
-def measure(found: dict, sources, refs, beam: int, rounds: int, max_tokens: int) -> list[dict]:
-    """Each engine's rows of one beam size: seconds per round, BLEU, length ratio. Every
-    engine batches the same sentences: ``max_tokens`` source tokens x beam a batch; every
-    pass runs alone (:func:`alone`)."""
+def measure(
+    found: dict,
+    sources,
+    refs,
+    beam: int,
+    rounds: int,
+    max_tokens: int,
+    workers: tuple[int, ...] = (1,),
+) -> list[dict]:
+    """Each engine's rows of one beam size, one row per number of workers: seconds per
+    round, BLEU, length ratio. Every engine batches the same sentences: ``max_tokens``
+    source tokens x beam a batch; every pass runs alone (:func:`alone`). With N workers an
+    engine searches N batches at once on threads / N threads each (ADL's own search: the
+    ``workers`` search option; CTranslate2: its ``inter_threads``); a compiled step takes
+    one worker. The units (engine, workers) take turns in every round."""
     from sacrebleu.metrics import BLEU
 
-    options = SearchOptions(beam=beam, max_tokens=max_tokens)
-    names = list(found)
-    seconds: dict[str, list[float]] = {n: [] for n in names}
-    hyps: dict[str, list[str]] = {}
+    units = [
+        (name, w)
+        for w in workers
+        for name in found
+        if w == 1 or found[name].compiled is None  # a compiled step decodes one batch at once
+    ]
+    seconds: dict[tuple[str, int], list[float]] = {u: [] for u in units}
+    hyps: dict[tuple[str, int], list[str]] = {}
     for r in range(rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            took, hyps[name] = alone(timed, found[name], sources, options)
-            seconds[name].append(took)
-            print(f"  beam {beam} round {r + 1} {name}: {took:.1f} s", file=sys.stderr)
+        for unit in units[r % len(units) :] + units[: r % len(units)]:
+            name, w = unit
+            options = SearchOptions(beam=beam, max_tokens=max_tokens, workers=w)
+            took, hyps[unit] = alone(timed, found[name], sources, options)
+            seconds[unit].append(took)
+            print(
+                f"  beam {beam} round {r + 1} {name} ({w} workers): {took:.1f} s", file=sys.stderr
+            )
+    speed = {u: len(sources) / statistics.median(seconds[u]) for u in units}
+    base_units = [u for u in units if u[0] == BASE]
+    best = max(base_units, key=speed.__getitem__) if base_units else None
+    paired = lambda u, other: [b / a for a, b in zip(seconds[u], seconds[other])]
+    spread = lambda r: {"median": statistics.median(r), "min": min(r), "max": max(r)}
     rows = []
-    for name in names:
-        bleu = BLEU().corpus_score(hyps[name], [refs])
-        ratio = {
-            other: [b / a for a, b in zip(seconds[name], seconds[other])]
-            for other in (BASE, ADL)
-            if other in seconds
+    for unit in units:
+        name, w = unit
+        bleu = BLEU().corpus_score(hyps[unit], [refs])
+        same = [(other, w) for other in (BASE, ADL) if (other, w) in seconds]
+        row = {
+            "engine": name,
+            "beam": beam,
+            "workers": w,
+            "seconds": seconds[unit],
+            "sentences_per_s": speed[unit],
+            "vs": {other: spread(paired(unit, (other, w))) for other, _ in same},
+            "bleu": bleu.score,
+            "length_ratio": bleu.sys_len / bleu.ref_len,
+            # translations equal to ADL float32's (one worker), letter for letter
+            "same_as_adl": sum(a == b for a, b in zip(hyps[unit], hyps[(ADL, 1)]))
+            if (ADL, 1) in hyps
+            else None,
         }
-        rows.append(
-            {
-                "engine": name,
-                "beam": beam,
-                "seconds": seconds[name],
-                "sentences_per_s": len(sources) / statistics.median(seconds[name]),
-                "vs": {
-                    other: {"median": statistics.median(r), "min": min(r), "max": max(r)}
-                    for other, r in ratio.items()
-                },
-                "bleu": bleu.score,
-                "length_ratio": bleu.sys_len / bleu.ref_len,
-                # translations equal to ADL float32's, letter for letter
-                "same_as_adl": sum(a == b for a, b in zip(hyps[name], hyps[ADL]))
-                if ADL in hyps
-                else None,
-            }
-        )
+        if best is not None and len(workers) > 1:
+            # against CTranslate2 float32 with its fastest number of workers, round by round
+            row["vs_best_base"] = {"workers": best[1], **spread(paired(unit, best))}
+        rows.append(row)
     return rows
 
 
 def tables(result: dict) -> str:
-    """The markdown tables of a result (what docs/performance.md shows), one per beam."""
+    """The markdown tables of a result (what docs/performance.md shows), one per beam; with
+    more than one number of workers, a column of workers and one against CTranslate2
+    float32 at its fastest."""
     out = []
     tokens = result["meta"].get("max_tokens")
     n = result["meta"]["sentences"]
+    layouts = len(result["meta"].get("workers", [1])) > 1
     for beam in sorted({row["beam"] for row in result["rows"]}):
         rows = [row for row in result["rows"] if row["beam"] == beam]
         search = "greedy" if beam == 1 else f"beam {beam}"
         batches = f" (batches of {tokens // beam:,} source tokens, both engines)" if tokens else ""
+        best = next((r["vs_best_base"]["workers"] for r in rows if "vs_best_base" in r), None)
+        head = ["engine", "sentences/s", "vs CTranslate2 float32 (rounds)", "vs ADL float32"]
+        if layouts:
+            head[1:1] = ["workers"]
+            head[3] = "vs CTranslate2 float32, same workers (rounds)"
+            head += [f"vs CTranslate2 float32, its fastest ({best} workers)"]
+        head += ["BLEU", "length ratio", "same output as ADL float32"]
         out += [
             f"{search}{batches}:",
             "",
-            "| engine | sentences/s | vs CTranslate2 float32 (rounds) | vs ADL float32 | BLEU "
-            "| length ratio | same output as ADL float32 |",
-            "|---|---:|---:|---:|---:|---:|---:|",
+            "| " + " | ".join(head) + " |",
+            "|---|" + "---:|" * (len(head) - 1),
         ]
         for row in rows:
             base, adl = row["vs"].get(BASE), row["vs"].get(ADL)
             spread = lambda r: f"{r['median']:.2f}x ({r['min']:.2f}–{r['max']:.2f})"
             same = "–" if row.get("same_as_adl") is None else f"{row['same_as_adl']:,}/{n:,}"
-            out.append(
-                f"| {row['engine']} | {row['sentences_per_s']:,.1f} | "
-                f"{spread(base) if base else '–'} | {adl['median']:.2f}x | "
-                f"{row['bleu']:.2f} | {row['length_ratio']:.3f} | {same} |"
-            )
+            cells = [row["engine"], f"{row['sentences_per_s']:,.1f}"]
+            cells += [spread(base) if base else "–", f"{adl['median']:.2f}x" if adl else "–"]
+            if layouts:
+                cells[1:1] = [str(row.get("workers", 1))]
+                cells.append(spread(row["vs_best_base"]) if "vs_best_base" in row else "–")
+            cells += [f"{row['bleu']:.2f}", f"{row['length_ratio']:.3f}", same]
+            out.append("| " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
@@ -241,6 +273,12 @@ def main() -> None:
         "engine (reduce-overhead: CUDA graphs on a GPU; '' for none)",
     )
     p.add_argument("--threads", type=int, default=2, help="CPU threads of every engine")
+    p.add_argument(
+        "--workers",
+        default="1,2",
+        help="numbers of workers, comma separated: each engine searches N batches at once on "
+        "threads / N threads each (ADL: the workers search option; CTranslate2: inter_threads)",
+    )
     tokens = SearchOptions().max_tokens  # the search's default
     p.add_argument("--max-tokens", type=int, default=tokens, help="source tokens x beam a batch")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
@@ -273,11 +311,12 @@ def main() -> None:
         run = alone(train_small, args.data, work / "run", args.minutes)
     int8 = [k for k in args.int8.split(",") if k]
     compiled = [m for m in args.compiled.split(",") if m]
+    workers = tuple(int(w) for w in args.workers.split(","))
     found = alone(engines, run, work, args.device, args.threads, int8, compiled)
     load = os.getloadavg()[0]
     rows = []
     for beam in (int(b) for b in args.beams.split(",")):
-        rows += measure(found, sources, refs, beam, args.rounds, args.max_tokens)
+        rows += measure(found, sources, refs, beam, args.rounds, args.max_tokens, workers)
     import ctranslate2
 
     result = {
@@ -286,6 +325,7 @@ def main() -> None:
             "sentences": len(sources),
             "test": str(test_src),
             "threads": args.threads,
+            "workers": list(workers),
             "device": args.device,
             "rounds": args.rounds,
             "max_tokens": args.max_tokens,

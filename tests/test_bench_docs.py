@@ -37,3 +37,35 @@ def test_a_block_is_rewritten_from_its_arguments_and_checked_without_writing(tmp
     assert rewrite(doc, blocks, fill) == ["2 3"]
     assert doc.read_text() == text.replace("old", "5")
     assert rewrite(doc, blocks, fill) == []
+
+
+def test_the_inference_table_shows_workers_and_the_baselines_fastest_layout():
+    row = lambda engine, w, speed, best: {
+        "engine": engine,
+        "beam": 4,
+        "workers": w,
+        "sentences_per_s": speed,
+        "vs": {
+            inference.BASE: {"median": 0.5, "min": 0.4, "max": 0.6},
+            inference.ADL: {"median": 1.0, "min": 1.0, "max": 1.0},
+        },
+        "vs_best_base": {"workers": 2, "median": best, "min": best, "max": best},
+        "bleu": 12.0,
+        "length_ratio": 0.95,
+        "same_as_adl": 10,
+    }
+    result = {
+        "meta": {"sentences": 10, "max_tokens": 4096, "workers": [1, 2]},
+        "rows": [row("ADL float32", 1, 30.0, 0.3), row("ADL float32", 2, 45.0, 0.45)],
+    }
+    lines = inference.tables(result).splitlines()
+    head = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert head[:3] == ["engine", "workers", "sentences/s"]
+    assert "vs CTranslate2 float32, its fastest (2 workers)" in head
+    cells = [c.strip() for c in lines[5].strip("|").split("|")]
+    assert cells[:3] == ["ADL float32", "2", "45.0"]
+    assert (
+        cells[head.index("vs CTranslate2 float32, its fastest (2 workers)")] == "0.45x (0.45–0.45)"
+    )
+    del result["meta"]["workers"]  # a result of one layout: the table as before, no column
+    assert "workers" not in inference.tables(result).splitlines()[2]

@@ -67,6 +67,16 @@ class SearchOptions:
             "read, up to TOKENS / beam lines",
         ),
     )
+    # searches that run at once, each over its own batches, sharing torch's CPU threads
+    workers: int = field(
+        default=1,
+        metadata=_about(
+            "N",
+            "batches searched at once by N threads, which share the CPU threads (2 "
+            "threads, 2 workers: one thread each); the same batches as one worker "
+            "(CTranslate2: N translators, its inter_threads)",
+        ),
+    )
 
     def __post_init__(self) -> None:
         check_options(self)
@@ -115,6 +125,8 @@ def check_options(options: SearchOptions) -> SearchOptions:
             f"the batch size must be at least 1 token, not {options.max_tokens} "
             "(max_tokens counts source tokens x beam per batch)"
         )
+    if options.workers < 1:
+        raise ConfigError(f"workers must be at least 1, not {options.workers}")
     if not math.isfinite(options.alpha):
         raise ConfigError(
             f"the length penalty's alpha must be a finite number, not {options.alpha}"

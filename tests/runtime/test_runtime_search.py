@@ -70,3 +70,52 @@ def test_a_beam_keeps_each_hypothesis_best_continuation_in_its_row():
                 assert int(places[n, p]) == c
             if not dead[n, c]:
                 seen.add(p)
+
+
+def test_workers_search_the_same_batches_to_the_same_hypotheses():
+    from adl.runtime.decode.search import batches, search_ids
+    from adl.runtime.search_options import SearchOptions
+
+    model = small_model(5)
+    g = torch.Generator().manual_seed(2)
+    sents = [torch.randint(4, 30, (n,), generator=g).tolist() for n in (3, 9, 1, 6, 4, 8, 2, 0, 5)]
+    threads = torch.get_num_threads()
+    for beam, nbest in ((1, 1), (3, 2)):
+        # batches of at most 12 source tokens x beam: several, so that both threads work
+        one = SearchOptions(beam=beam, nbest=nbest, max_tokens=12 * beam)
+        order = sorted((i for i, s in enumerate(sents) if s), key=lambda i: len(sents[i]))
+        assert len(batches(sents, order, one)) >= 4
+        seen: list[int] = []
+        torch.set_num_threads(1)  # what each of two workers runs on, out of two threads
+        try:
+            alone = search_ids(model, None, sents, one)
+        finally:
+            torch.set_num_threads(threads)
+        torch.set_num_threads(2)  # two workers: one thread each
+        try:
+            two = search_ids(
+                model, None, sents, SearchOptions.of(one, workers=2), progress=seen.append
+            )
+            assert torch.get_num_threads() == 2  # as they were
+        finally:
+            torch.set_num_threads(threads)
+        assert two == alone  # tokens, scores and order of every hypothesis
+        assert seen == sorted(seen) and seen[-1] == len(sents)  # one call a batch, to the end
+        assert alone[7] == [alone[7][0]] and alone[7][0].tokens == []  # the empty sentence
+
+
+def test_a_failing_batch_fails_the_search_with_workers():
+    import pytest
+
+    from adl.runtime.decode.search import search_ids
+    from adl.runtime.search_options import SearchOptions
+
+    class Broken:
+        needs_src_words = False
+
+        def start(self, src, words=None):
+            raise RuntimeError(f"batch of {src.size(0)} refused")
+
+    options = SearchOptions(beam=1, max_tokens=4, workers=2)
+    with pytest.raises(RuntimeError, match="refused"):
+        search_ids(Broken(), None, [[5, 6], [7], [8, 9, 10]], options)

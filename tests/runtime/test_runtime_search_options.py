@@ -24,6 +24,7 @@ OTHER = {  # a value other than the default, for each option
     "len_a": 1.2,
     "len_b": 4,
     "max_tokens": 100,
+    "workers": 2,
 }
 
 
@@ -109,6 +110,7 @@ def test_options_out_of_range_cannot_be_made():
         ({"beam": 0}, "beam size must be at least 1"),
         ({"nbest": 6}, "nbest must be between 1 and the beam size (5)"),
         ({"max_tokens": 0}, "batch size must be at least 1 token"),
+        ({"workers": 0}, "workers must be at least 1"),
         ({"penalty": "average"}, "unknown length penalty 'average'"),
         ({"len_a": float("nan")}, "len_a must be a finite number >= 0"),
         ({"len_a": 0.0, "len_b": 0}, "every translation would be empty"),
@@ -146,7 +148,31 @@ def test_max_tokens_means_source_tokens_times_beam_in_the_ctranslate2_backend(be
             return []
 
     t = Ct2Translator.__new__(Ct2Translator)
-    t.engine = Engine()
+    t.engines = {1: Engine()}
     t._batch([["a", "b"]], SearchOptions(beam=beam, max_tokens=4096), limit=10)
     assert calls[0]["batch_type"] == "tokens"
     assert calls[0]["max_batch_size"] == 4096 // beam
+
+
+def test_workers_are_ctranslate2s_translators_sharing_the_threads():
+    """``workers`` N is CTranslate2's ``inter_threads`` N, each translator with threads / N
+    of the threads (as ADL's own workers share torch's), one engine made per N."""
+    made = []
+
+    class Translator:
+        def __init__(self, path, **settings):
+            made.append(settings)
+
+        def translate_batch(self, pieces, **settings):
+            return []
+
+    t = Ct2Translator.__new__(Ct2Translator)
+    t.ct2 = type("ct2", (), {"Translator": Translator})
+    t.model_dir, t.kind, t.index, t.compute_type, t.threads = "m", "cpu", 0, "default", 2
+    t.engines = {}
+    for workers in (1, 2, 2):
+        t._batch([["a"]], SearchOptions(beam=1, workers=workers), limit=5)
+    assert [(m["inter_threads"], m["intra_threads"]) for m in made] == [(1, 2), (2, 1)]
+    t.threads, t.engines = 0, {}  # 0: CTranslate2's own default of intra threads
+    t._batch([["a"]], SearchOptions(beam=1, workers=2), limit=5)
+    assert (made[-1]["inter_threads"], made[-1]["intra_threads"]) == (2, 0)

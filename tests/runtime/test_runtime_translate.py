@@ -361,3 +361,18 @@ def test_compiled_refusals(run):
         load_model([out, out], compiled="default")
     with pytest.raises(ConfigError, match="compiled must be one of"):
         load_model(out, compiled="fastest")
+    with pytest.raises(ConfigError, match="a compiled step decodes one batch at a time"):
+        load_model(out, compiled="default").translate("a b c", workers=2)
+
+
+def test_workers_translate_as_one_search_does(run):
+    """Two workers (threads, each over its own batches) translate the lines as one search."""
+    from adl.runtime.decode.translator import load_model
+
+    tmp, out = run
+    lines = [" ".join("abcdefghij"[i : i + 2 + i % 5]) for i in range(9)]
+    model = load_model(out)
+    for beam in (1, 4):
+        small = {"beam": beam, "max_tokens": 6 * beam}  # batches of a few lines
+        assert model.translate(lines, workers=2, **small) == model.translate(lines, **small)
+    assert model.translate("a b c d", beam=4, workers=2) == "d c b a"

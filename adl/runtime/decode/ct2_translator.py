@@ -32,20 +32,35 @@ class Ct2Translator:
                 f"{folder}: no CTranslate2 model: write one with adl export RUN --out "
                 f"{folder} --ctranslate2"
             )
-        kind = str(device).split(":")[0]
-        index = int(str(device).split(":")[1]) if ":" in str(device) else 0
-        try:
-            self.engine = ct2.Translator(
-                str(model_dir),
-                device=kind,
-                device_index=index,
-                compute_type=compute_type,
-                intra_threads=threads,  # 0: CTranslate2's default
-            )
-        except (ValueError, RuntimeError) as exc:
-            raise CheckpointError(f"{model_dir}: CTranslate2 cannot load it: {exc}") from None
+        self.ct2, self.model_dir = ct2, model_dir
+        self.kind = str(device).split(":")[0]
+        self.index = int(str(device).split(":")[1]) if ":" in str(device) else 0
+        self.compute_type, self.threads = compute_type, threads
+        self.engines: dict[int, Any] = {}
+        self.engine = self.engine_of(1)
         self.tokenizers = Tokenizers.load(folder)
         self.origin = str(folder)
+
+    def engine_of(self, workers: int):
+        """The ``ctranslate2.Translator`` of ``workers`` (its ``inter_threads``), made on first
+        use: the threads (``threads``, or CTranslate2's default where 0) shared between
+        them, as ADL's own search shares torch's between its workers."""
+        if workers not in self.engines:
+            intra = self.threads // workers if self.threads else 0
+            try:
+                self.engines[workers] = self.ct2.Translator(
+                    str(self.model_dir),
+                    device=self.kind,
+                    device_index=self.index,
+                    compute_type=self.compute_type,
+                    inter_threads=workers,
+                    intra_threads=max(intra, 1) if self.threads else 0,  # 0: CTranslate2's
+                )
+            except (ValueError, RuntimeError) as exc:
+                raise CheckpointError(
+                    f"{self.model_dir}: CTranslate2 cannot load it: {exc}"
+                ) from None
+        return self.engines[workers]
 
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu", compute_type: str = "default"):
@@ -95,7 +110,7 @@ class Ct2Translator:
         """One ``translate_batch`` call. CTranslate2 counts a batch's source tokens, where
         ``max_tokens`` counts source tokens x beam (the batches ADL's own search makes): it is
         given ``max_tokens / beam``, so that both engines batch the same sentences."""
-        return self.engine.translate_batch(
+        return self.engine_of(options.workers).translate_batch(
             pieces,
             beam_size=options.beam,
             num_hypotheses=options.nbest,

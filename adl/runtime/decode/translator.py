@@ -231,6 +231,11 @@ class Translator:
     def _run(self, ids, options, cap, warn, rows, numbers) -> list[list[Hypothesis]]:
         model = self.model
         if self.steps is not None:
+            if options.workers > 1:
+                raise ConfigError(
+                    f"workers {options.workers}: a compiled step decodes one batch at a time "
+                    "(its graphs and static cache are one search's); use workers 1"
+                )
             self.steps.plan(options.len_a, options.len_b, cap)
             model = self.steps
         try:
