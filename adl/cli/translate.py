@@ -158,17 +158,19 @@ def load_translator(args: argparse.Namespace):
         if getattr(args, "compiled", None):
             raise UsageError("--compiled is for --engine adl")
         return Ct2Translator.load(args.model[0], str(device), args.compute_type)
+    from adl.runtime.decode.search import loading_for
     from adl.runtime.decode.translator import Translator
 
-    return Translator.load(
-        args.model,
-        args.checkpoint,
-        device,
-        args.decode_attention,
-        args.ensemble_mode,
-        getattr(args, "int8", None),
-        getattr(args, "compiled", None),
-    )
+    with loading_for(getattr(args, "workers", 1)):
+        return Translator.load(
+            args.model,
+            args.checkpoint,
+            device,
+            args.decode_attention,
+            args.ensemble_mode,
+            getattr(args, "int8", None),
+            getattr(args, "compiled", None),
+        )
 
 
 def _progress(total: int | None):

@@ -376,3 +376,44 @@ def test_workers_translate_as_one_search_does(run):
         small = {"beam": beam, "max_tokens": 6 * beam}  # batches of a few lines
         assert model.translate(lines, workers=2, **small) == model.translate(lines, **small)
     assert model.translate("a b c d", beam=4, workers=2) == "d c b a"
+
+
+def test_translate_with_workers_on_the_command_line(run, monkeypatch):
+    """adl translate --workers 2: the same lines, the model loaded on one thread (no idle
+    OpenMP team of the loading thread), torch's threads as they were after."""
+    import torch
+
+    tmp, out = run
+    stdin = "a b c d\nq r s\nf g h i j\n"
+    threads = torch.get_num_threads()
+    one = translate(
+        monkeypatch, "--model", str(out), "--beam", "4", "--max-tokens", "8", stdin=stdin
+    )
+    two = translate(
+        monkeypatch,
+        "--model",
+        str(out),
+        "--beam",
+        "4",
+        "--max-tokens",
+        "8",
+        "--workers",
+        "2",
+        stdin=stdin,
+    )
+    assert one[0] == two[0] == 0, two[2]
+    assert two[1] == one[1] and two[1].split("\n")[0] == "d c b a"
+    assert torch.get_num_threads() == threads
+
+
+def test_a_model_for_workers_loads_on_one_thread():
+    import torch
+
+    from adl.runtime.decode.search import loading_for
+
+    threads = torch.get_num_threads()
+    with loading_for(1):
+        assert torch.get_num_threads() == threads  # one worker: nothing changes
+    with loading_for(2):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == threads

@@ -358,10 +358,12 @@ def search_ids(
 
     The sentences are sorted by length and cut into batches of at most ``max_tokens``
     source tokens x beam; ``options.workers`` threads search the batches at once
-    (:func:`worker_pool`), each batch as one thread alone would: the same translations."""
+    (:func:`worker_pool`; the same batches as one worker), the calling thread only waiting
+    (it runs no operator: see :func:`loading_for`)."""
     results: list[list[Hypothesis]] = [[Hypothesis([], 0.0, 0.0)] for _ in src_ids]
     todo = [i for i in range(len(src_ids)) if len(src_ids[i])]
-    chunks = batches(src_ids, sorted(todo, key=lambda i: len(src_ids[i])), options)
+    order = sorted(todo, key=lambda i: len(src_ids[i]))
+    chunks = batches(src_ids, order, options)
     done = len(src_ids) - len(todo)
 
     def run(chunk: list[int]) -> list[list[Hypothesis]]:
@@ -375,7 +377,7 @@ def search_ids(
         if progress is not None:
             progress(done)
 
-    if options.workers == 1 or len(chunks) == 1:
+    if options.workers == 1:
         for chunk in chunks:
             finish(chunk, run(chunk))
         return results
@@ -392,17 +394,21 @@ def search_ids(
 
 
 def batches(
-    src_ids: Sequence[Sequence[int]], order: Sequence[int], options: SearchOptions
+    src_ids: Sequence[Sequence[int]],
+    order: Sequence[int],
+    options: SearchOptions,
+    max_tokens: int | None = None,
 ) -> list[list[int]]:
     """``order`` (sentence indices, shortest first) cut into batches: each grows while its
-    sentences x beam x (its longest + 1) stays within ``max_tokens`` (one sentence at least)."""
+    sentences x beam x (its longest + 1) stays within ``max_tokens`` (``options``' by
+    default; one sentence at least)."""
+    most = options.max_tokens if max_tokens is None else max_tokens
     out, start = [], 0
     while start < len(order):
         end = start + 1
         while (
             end < len(order)
-            and (end - start + 1) * options.beam * (len(src_ids[order[end]]) + 1)
-            <= options.max_tokens
+            and (end - start + 1) * options.beam * (len(src_ids[order[end]]) + 1) <= most
         ):
             end += 1
         out.append(list(order[start:end]))
@@ -448,3 +454,21 @@ def worker_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         torch.set_num_threads(total)  # what threads made from now on start with
+
+
+@contextmanager
+def loading_for(workers: int) -> Iterator[None]:
+    """Load a model that ``workers`` (more than one) will search within this: torch runs
+    on one thread meanwhile, so that the loading thread starts no OpenMP team of its own.
+    With ``OMP_WAIT_POLICY=ACTIVE`` an idle team spins for good, on the cores the workers
+    need (the loading thread only waits while they search); it slowed two workers below
+    one (docs/performance.md, "Inference engines"). Torch's threads are set back after."""
+    if workers <= 1:
+        yield
+        return
+    total = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(total)
