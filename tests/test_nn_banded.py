@@ -147,3 +147,30 @@ def test_no_padding_means_no_mask_and_the_same_translation():
     padded = torch.cat([src, torch.zeros(2, 3, dtype=torch.long)], 1)
     assert model.encode(padded).pad is not None
     torch.testing.assert_close(model(src, tgt), model(padded, tgt), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mask", ["none", "bool", "additive"])
+def test_a_steps_one_query_attention_is_the_fused_kernels(mask):
+    """adl.nn.attention.one_query (a CPU decoding step's attention: one query a head) against
+    torch's scaled_dot_product_attention, with keys and values that are views of a larger
+    buffer (the cache's) and the masks a step passes."""
+    from adl.nn.attention import one_query
+
+    g = torch.Generator().manual_seed(7)
+    b, h, s, d = 5, 3, 11, 8
+    q = torch.randn(b, h, 1, d, generator=g)
+    k, v = (torch.randn(b, h, 2 * s, d, generator=g)[:, :, :s] for _ in range(2))
+    allowed = torch.rand(b, 1, 1, s, generator=g) > 0.3
+    allowed[:, :, :, 0] = True  # every row sees a key
+    given = {
+        "none": None,
+        "bool": allowed,
+        "additive": torch.zeros(b, 1, 1, s).masked_fill(~allowed, float("-inf")),
+    }[mask]
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=given, scale=0.3)
+    got = one_query(q, k, v, given, 0.3)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    if given is not None:  # what it masks, it does not see
+        changed = v.clone()
+        changed.transpose(1, 2)[~allowed[:, 0, 0]] = 100.0  # (B, S) positions masked
+        torch.testing.assert_close(one_query(q, k, changed, given, 0.3), got)

@@ -101,6 +101,20 @@ def causal_mask(queries: int, keys: int, offset: int, device: torch.device) -> T
     return k <= q
 
 
+def one_query(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float) -> Tensor:
+    """softmax(q K^T · scale + mask) V for one query a head (a decoding step on a CPU), as
+    two batched products around a softmax: there the fused kernel's blocking and buffers
+    cost more than the work (bench/attention_step.py; a GPU keeps the fused kernel).
+    ``mask``: None, boolean (True attends) or additive, broadcast to (B, H, 1, S)."""
+    scores = torch.matmul(q, k.transpose(-1, -2)).mul_(scale)  # (B, H, 1, S)
+    if mask is not None:
+        if mask.dtype == torch.bool:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        else:
+            scores = scores.add_(mask)
+    return torch.matmul(scores.softmax(-1), v)
+
+
 class DotAttention(Layer):
     """Shared core: projections, heads, scale and dropout of multi-head dot attention.
 
@@ -163,6 +177,8 @@ class DotAttention(Layer):
             if self.training:  # sampled from softmax(Q K^T / √s); inference: the argmax,
                 scores = scores * self.scale  # which a positive scale does not move
             return self.out(merge_heads(retrieval.retrieve(scores, v, mask, self.training)))
+        if q.size(2) == 1 and q.device.type == "cpu" and not self.training and not causal:
+            return self.out(merge_heads(one_query(q, k, v, mask, self.scale)))
         p = self.dropout if self.training else 0.0
         o = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal, scale=self.scale
