@@ -1,6 +1,7 @@
 """Dot-product attention (self and source, multi-head) and MLP attention.
 
-Scores ``Q K^T / √s`` go through torch's fused ``scaled_dot_product_attention``. Self-attention
+Scores ``Q K^T / √s`` go through torch's fused ``scaled_dot_product_attention``, except
+in a decoding step on a CPU (one query a head: :func:`one_query`, plain products). Self-attention
 is masked by role: padding keys in an encoder (a (B, 1, 1, S) mask, none when nothing is
 padded), later positions in a decoder (``is_causal``, no mask). In incremental decoding
 self-attention appends each step's keys and values to its cache, and source attention projects
