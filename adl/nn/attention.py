@@ -106,14 +106,21 @@ def one_query(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float
     """softmax(q K^T · scale + mask) V for one query a head (a decoding step on a CPU), as
     two batched products around a softmax: there the fused kernel's blocking and buffers
     cost more than the work (bench/attention_step.py; a GPU keeps the fused kernel).
-    ``mask``: None, boolean (True attends) or additive, broadcast to (B, H, 1, S)."""
-    scores = torch.matmul(q, k.transpose(-1, -2)).mul_(scale)  # (B, H, 1, S)
+    ``mask``: None, boolean (True attends) or additive, broadcast to (B, H, 1, S). The keys
+    and values may be views of the cache's buffers: the products read them in place (a
+    4-d matmul would copy the prefix every step)."""
+    b, h, _, d = q.shape
+    s = k.size(2)
+    keys, values = k.reshape(b * h, s, d), v.reshape(b * h, s, d)  # views of the buffers
+    scores = torch.bmm(q.reshape(b * h, 1, d), keys.transpose(1, 2)).view(b, h, 1, s)
+    scores = scores.mul_(scale)
     if mask is not None:
         if mask.dtype == torch.bool:
-            scores = scores.masked_fill(~mask, float("-inf"))
+            scores = scores.masked_fill_(~mask, float("-inf"))
         else:
             scores = scores.add_(mask)
-    return torch.matmul(scores.softmax(-1), v)
+    p = scores.softmax(-1).view(b * h, 1, s)
+    return torch.bmm(p, values).view(b, h, 1, d)
 
 
 class DotAttention(Layer):
