@@ -229,12 +229,17 @@ def tables(result: dict) -> str:
         search = "greedy" if beam == 1 else f"beam {beam}"
         batches = f" (batches of {tokens // beam:,} source tokens, both engines)" if tokens else ""
         best = next((r["vs_best_base"]["workers"] for r in rows if "vs_best_base" in r), None)
-        head = ["engine", "sentences/s", "vs CTranslate2 float32 (rounds)", "vs ADL float32"]
         if layouts:
-            head[1:1] = ["workers"]
-            head[3] = "vs CTranslate2 float32, same workers (rounds)"
-            head[4] = "vs ADL float32, one worker"
-            head += [f"vs CTranslate2 float32, its fastest ({best} worker{'s' * (best != 1)})"]
+            head = [
+                "engine",
+                "workers",
+                "sentences/s",
+                "vs CTranslate2 float32, same workers (rounds)",
+                "vs ADL float32, one worker",
+                f"vs CTranslate2 float32, its fastest ({best} worker{'s' * (best != 1)})",
+            ]
+        else:
+            head = ["engine", "sentences/s", "vs CTranslate2 float32 (rounds)", "vs ADL float32"]
         head += ["BLEU", "length ratio", "same output as ADL float32"]
         out += [
             f"{search}{batches}:",
@@ -246,11 +251,13 @@ def tables(result: dict) -> str:
             base, adl = row["vs"].get(BASE), row["vs"].get(ADL)
             spread = lambda r: f"{r['median']:.2f}x ({r['min']:.2f}–{r['max']:.2f})"
             same = "–" if row.get("same_as_adl") is None else f"{row['same_as_adl']:,}/{n:,}"
-            cells = [row["engine"], f"{row['sentences_per_s']:,.1f}"]
-            cells += [spread(base) if base else "–", f"{adl['median']:.2f}x" if adl else "–"]
+            speeds = [spread(base) if base else "–", f"{adl['median']:.2f}x" if adl else "–"]
             if layouts:
-                cells[1:1] = [str(row.get("workers", 1))]
-                cells.append(spread(row["vs_best_base"]) if "vs_best_base" in row else "–")
+                fastest = spread(row["vs_best_base"]) if "vs_best_base" in row else "–"
+                cells = [row["engine"], str(row.get("workers", 1))]
+                cells += [f"{row['sentences_per_s']:,.1f}", *speeds, fastest]
+            else:
+                cells = [row["engine"], f"{row['sentences_per_s']:,.1f}", *speeds]
             cells += [f"{row['bleu']:.2f}", f"{row['length_ratio']:.3f}", same]
             out.append("| " + " | ".join(cells) + " |")
         out.append("")

@@ -46,7 +46,7 @@ class Ct2Translator:
         use: the threads (``threads``, or CTranslate2's default where 0) shared between
         them, as ADL's own search shares torch's between its workers."""
         if workers not in self.engines:
-            intra = self.threads // workers if self.threads else 0
+            intra = max(1, self.threads // workers) if self.threads else 0  # 0: CT2's own
             try:
                 self.engines[workers] = self.ct2.Translator(
                     str(self.model_dir),
@@ -54,7 +54,7 @@ class Ct2Translator:
                     device_index=self.index,
                     compute_type=self.compute_type,
                     inter_threads=workers,
-                    intra_threads=max(intra, 1) if self.threads else 0,  # 0: CTranslate2's
+                    intra_threads=intra,
                 )
             except (ValueError, RuntimeError) as exc:
                 raise CheckpointError(

@@ -394,21 +394,18 @@ def search_ids(
 
 
 def batches(
-    src_ids: Sequence[Sequence[int]],
-    order: Sequence[int],
-    options: SearchOptions,
-    max_tokens: int | None = None,
+    src_ids: Sequence[Sequence[int]], order: Sequence[int], options: SearchOptions
 ) -> list[list[int]]:
     """``order`` (sentence indices, shortest first) cut into batches: each grows while its
-    sentences x beam x (its longest + 1) stays within ``max_tokens`` (``options``' by
-    default; one sentence at least)."""
-    most = options.max_tokens if max_tokens is None else max_tokens
+    sentences x beam x (its longest + 1) stays within ``max_tokens`` (one sentence at
+    least)."""
     out, start = [], 0
     while start < len(order):
         end = start + 1
         while (
             end < len(order)
-            and (end - start + 1) * options.beam * (len(src_ids[order[end]]) + 1) <= most
+            and (end - start + 1) * options.beam * (len(src_ids[order[end]]) + 1)
+            <= options.max_tokens
         ):
             end += 1
         out.append(list(order[start:end]))
@@ -445,7 +442,7 @@ def worker_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
     on ``torch.get_num_threads() // workers`` of them (at least one). A decoding step is
     many small operators, most too small to gain from a second thread, so two searches on
     one thread each get through more sentences than one on two (bench/inference.py
-    --layouts measures it). Torch's threads are set back after."""
+    --workers measures it). Torch's threads are set back after."""
     total = torch.get_num_threads()
     each = max(1, total // workers)
     pool = ThreadPoolExecutor(workers, "adl-search", torch.set_num_threads, (each,))
