@@ -105,6 +105,11 @@ class SearchOptions:
         return dataclasses.replace(options, **given) if given else options
 
 
+# options that change how a search runs, not what it finds: a result decoded with another
+# value is the same result (a sweep's outcome hash leaves them out)
+HOW_IT_RUNS = ("workers",)
+
+
 # the names of the previous release -> their names now (kept one release)
 RENAMED = {
     "length_penalty": "penalty",

@@ -16,7 +16,7 @@ from adl.runtime import sweep
 from adl.runtime.sweep import measure
 from adl.runtime.sweep.located import load
 from adl.runtime.sweep.markdown import corpus
-from adl.runtime.sweep.plan import data_files
+from adl.runtime.sweep.plan import data_files, decoding_key
 from adl.runtime.sweep.significance import paired_test
 from adl.runtime.sweep.spec import DATA_KEYS, SYSTEM_KEYS, TOP_KEYS, decode_keys
 
@@ -141,6 +141,29 @@ def test_a_good_spec_plans_its_runs(tmp_path):
         ("A-greedy", {"beam": 1}),
     ]
     assert run.decodings[1].folder == tmp_path / "out" / "A-greedy" / "seed-2"
+
+
+def test_how_a_search_runs_is_not_what_its_result_is_made_from(tmp_path):
+    """A result's outcome hash names the search options that change the translations and
+    leaves out those that only change how the search runs (workers): adding such an option
+    must not make every committed result stale (8cffd70 did, until this test)."""
+    from adl.runtime.sweep.planning import outcome_hashes
+
+    files(tmp_path)
+    (tmp_path / "spec.yaml").write_text(GOOD)
+    _, plain = sweep.load(tmp_path / "spec.yaml", tmp_path / "out")
+    (tmp_path / "spec.yaml").write_text(GOOD + "decode: {beam: 4, workers: 2}\n")
+    _, threaded = sweep.load(tmp_path / "spec.yaml", tmp_path / "out")
+    assert threaded.runs[0].decodings[0].options["workers"] == 2
+    assert outcome_hashes(threaded) == outcome_hashes(plain)
+    (tmp_path / "spec.yaml").write_text(GOOD + "decode: {beam: 2}\n")
+    _, narrower = sweep.load(tmp_path / "spec.yaml", tmp_path / "out")
+    changed = outcome_hashes(narrower)
+    assert all(changed[k] != v for k, v in outcome_hashes(plain).items())
+    # the options a result is made from, as the committed results were hashed: a new search
+    # option joins them only by a decision that re-decodes every committed result
+    key = decoding_key(plain.runs[0].decodings[0], plain)
+    assert set(key["search"]) == {"beam", "penalty", "alpha", "len_a", "len_b", "max_tokens"}
 
 
 @pytest.mark.parametrize("name", sweep.bundled())

@@ -21,6 +21,7 @@ from adl.runtime.config import Config
 from adl.runtime.errors import UserError
 from adl.runtime.model.build import build_options
 from adl.runtime.run.configure import PATHS as SETTING_PATHS
+from adl.runtime.search_options import HOW_IT_RUNS
 from adl.runtime.sweep.located import Problem
 from adl.runtime.sweep.reader import read_spec
 from adl.runtime.sweep.spec import Spec, SpecError, SystemSpec, spec_path, split_decode
@@ -364,8 +365,9 @@ def decoding_key(decoding: Decoding, plan: Plan) -> dict[str, Any]:
     """What a decoding's result depends on besides its run: a finished result.json with
     another key is decoded again (no training)."""
     search, loader = split_decode(decoding.options)
+    ignored = ("nbest", *HOW_IT_RUNS)
     return {
-        "search": {k: getattr(search, k) for k in search.__dataclass_fields__ if k != "nbest"},
+        "search": {k: getattr(search, k) for k in search.__dataclass_fields__ if k not in ignored},
         "loader": dict(sorted(loader.items())),
         "checkpoint": plan.spec.checkpoint,
         "test": [file_hash(p) for p in plan.data.test],
