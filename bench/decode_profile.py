@@ -51,6 +51,7 @@ class Traced:
     def __init__(self, model, no_eos: bool = False):
         self.model, self.no_eos = model, no_eos
         self.needs_src_words = model.needs_src_words
+        self.can_share_source = getattr(model, "can_share_source", lambda: False)
         self.steps = 0
 
     def start(self, src, src_words=None):
@@ -74,6 +75,9 @@ class TracedRows:
     def reorder(self, index):
         with record_function("cache reorder"):
             return TracedRows(self.inner.reorder(index))
+
+    def shared_by(self, group):
+        return TracedRows(self.inner.shared_by(group))
 
 
 class TracedState:

@@ -149,16 +149,18 @@ def test_no_padding_means_no_mask_and_the_same_translation():
     torch.testing.assert_close(model(src, tgt), model(padded, tgt), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("queries", [1, 4])
 @pytest.mark.parametrize("mask", ["none", "bool", "additive"])
-def test_a_steps_one_query_attention_is_the_fused_kernels(mask):
-    """adl.nn.attention.one_query (a CPU decoding step's attention: one query a head) against
-    torch's scaled_dot_product_attention, with keys and values that are views of a larger
-    buffer (the cache's) and the masks a step passes."""
+def test_a_steps_one_query_attention_is_the_fused_kernels(mask, queries):
+    """adl.nn.attention.one_query (a CPU decoding step's attention: one query a head, or a
+    few: a beam's hypotheses over their sentence's shared source) against torch's
+    scaled_dot_product_attention, with keys and values that are views of a larger buffer
+    (the cache's) and the masks a step passes."""
     from adl.nn.attention import one_query
 
     g = torch.Generator().manual_seed(7)
     b, h, s, d = 5, 3, 11, 8
-    q = torch.randn(b, h, 1, d, generator=g)
+    q = torch.randn(b, h, queries, d, generator=g)
     k, v = (torch.randn(b, h, 2 * s, d, generator=g)[:, :, :s] for _ in range(2))
     allowed = torch.rand(b, 1, 1, s, generator=g) > 0.3
     allowed[:, :, :, 0] = True  # every row sees a key

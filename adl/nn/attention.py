@@ -103,24 +103,25 @@ def causal_mask(queries: int, keys: int, offset: int, device: torch.device) -> T
 
 
 def one_query(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float) -> Tensor:
-    """softmax(q K^T · scale + mask) V for one query a head (a decoding step on a CPU), as
-    two batched products around a softmax: there the fused kernel's blocking and buffers
-    cost more than the work (bench/attention_step.py; a GPU keeps the fused kernel).
-    ``mask``: None, boolean (True attends) or additive, broadcast to (B, H, 1, S). The keys
-    and values may be views of the cache's buffers: the products read them in place (a
-    4-d matmul would copy the prefix every step)."""
-    b, h, _, d = q.shape
+    """softmax(q K^T · scale + mask) V for a decoding step on a CPU (one query a head and
+    row, or a few: a beam's hypotheses of one sentence over its one source), as two batched
+    products around a softmax: there the fused kernel's blocking and buffers cost more than
+    the work (bench/attention_step.py; a GPU keeps the fused kernel). ``mask``: None,
+    boolean (True attends) or additive, broadcast to (B, H, T, S). The keys and values may
+    be views of the cache's buffers: the products read them in place (a 4-d matmul would
+    copy the prefix every step)."""
+    b, h, t, d = q.shape
     s = k.size(2)
     keys, values = k.reshape(b * h, s, d), v.reshape(b * h, s, d)  # views of the buffers
-    scores = torch.bmm(q.reshape(b * h, 1, d), keys.transpose(1, 2)).view(b, h, 1, s)
+    scores = torch.bmm(q.reshape(b * h, t, d), keys.transpose(1, 2)).view(b, h, t, s)
     scores = scores.mul_(scale)
     if mask is not None:
         if mask.dtype == torch.bool:
             scores = scores.masked_fill_(~mask, float("-inf"))
         else:
             scores = scores.add_(mask)
-    p = scores.softmax(-1).view(b * h, 1, s)
-    return torch.bmm(p, values).view(b, h, 1, d)
+    p = scores.softmax(-1).view(b * h, t, s)
+    return torch.bmm(p, values).view(b, h, t, d)
 
 
 class DotAttention(Layer):
@@ -175,9 +176,21 @@ class DotAttention(Layer):
         return p
 
     def attend(
-        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: bool = False
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        mask: Tensor | None = None,
+        causal: bool = False,
+        group: int = 1,
     ) -> Tensor:
-        """softmax(Q K^T / √s) V per head (or hard retrieval), then the output projection."""
+        """softmax(Q K^T / √s) V per head (or hard retrieval), then the output projection.
+        ``group``: each row of the keys and values serves that many consecutive rows of the
+        queries (one position each: a beam step over a shared source, :meth:`Memory.shared_by
+        <adl.nn.context.Memory.shared_by>`); they are attended as that many queries of
+        one row, and the output is one row a query again."""
+        if group > 1:
+            return self._grouped(q, k, v, mask, group)
         if self.retrieves:
             if causal:
                 mask = causal_mask(q.size(2), k.size(2), k.size(2) - q.size(2), q.device)
@@ -192,6 +205,23 @@ class DotAttention(Layer):
             q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal, scale=self.scale
         )
         return self.out(merge_heads(o))
+
+    def _grouped(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, group: int):
+        """:meth:`attend` of (n·group, H, 1, d) queries over (n, H, S, d) keys and values."""
+        rows, heads, _, d = q.shape
+        if q.size(2) != 1 or self.training:
+            raise RuntimeError("a shared source serves decoding steps of one position")
+        n = rows // group
+        if self.retrieves:  # one position a query: each query row gets its own source row
+            k, v = (t.repeat_interleave(group, 0) for t in (k, v))
+            mask = None if mask is None else mask.repeat_interleave(group, 0)
+            return self.attend(q, k, v, mask)
+        q = q.reshape(n, group, heads, d).transpose(1, 2)  # (n, H, group, d)
+        if q.device.type == "cpu":
+            o = one_query(q, k, v, mask, self.scale)
+        else:
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
+        return self.out(merge_heads(o).reshape(rows, 1, heads * d))
 
 
 @implements("mh_dot_self_att")
@@ -280,7 +310,11 @@ class SelfAttention(DotAttention):
 
 
 class SourceAttention(DotAttention):
-    """Attention over encoder states U: queries from the decoder, keys and values from U."""
+    """Attention over encoder states U: queries from the decoder, keys and values from U.
+    In a decoding step it reads only the keys and values it cached of the source, so a
+    beam's hypotheses can share their sentence's (``shares_source``)."""
+
+    shares_source = True
 
     def __init__(
         self,
@@ -317,9 +351,10 @@ class SourceAttention(DotAttention):
         mask = ctx.source.allowed
         if ctx.record is not None:
             ctx.record_attention(self, "source", self.probabilities(q, k, mask))
+        group = ctx.source.group
         if ctx.state is not None and not self.retrieves:  # a decoding step: made once
-            return self.attend(q, k, v, ctx.source.additive(q.dtype))
-        return self.attend(q, k, v, mask)
+            return self.attend(q, k, v, ctx.source.additive(q.dtype), group=group)
+        return self.attend(q, k, v, mask, group=group)
 
 
 @implements("mh_dot_src_att")

@@ -63,6 +63,12 @@ class Layer(nn.Module):
     ``level`` (which encoder state it reads, from its ``encoder_block`` argument)."""
 
     position: str = ""  # where it is built: "encoder 2[3].1 ffl" (set by the builder)
+    # whether it reads the source (its rule's attends_source; set by the builder)
+    attends_source: bool = False
+    # whether a decoding step may give it the source as one row per sentence, shared by the
+    # sentence's decoder rows (adl.nn.context.Memory.group): a beam's hypotheses then share
+    # their sentence's source keys and values instead of each holding a copy
+    shares_source: bool = False
 
     @classmethod
     def build(cls, node: Node, b: Builder) -> Layer:
@@ -130,6 +136,7 @@ class Builder:
         here = self.path
         layer = cls.build(node, self)
         layer.position = f"{self.role} {here} {node.spec.name}"
+        layer.attends_source = node.spec.attends_source
         return layer
 
     def arguments(self, node: Node) -> dict[str, Any]:

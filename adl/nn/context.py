@@ -8,6 +8,7 @@ layer's cache and ``x`` holds only the new positions (usually one), which start 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -28,12 +29,18 @@ class Memory:
     attention scores, or None when nothing is padded: made once per memory and shared by
     every source attention (in decoding, once per sentence rather than at every step). It is
     made with the memory, not on first use, so that a compiled decoding step reads it as
-    an input (:mod:`adl.runtime.decode.compiled`)."""
+    an input (:mod:`adl.runtime.decode.compiled`).
+
+    ``group``: the decoder rows each row of the memory serves, consecutive (a beam's
+    hypotheses of one sentence: :meth:`shared_by`). 1, the default: one decoder row a
+    memory row. With more, only layers that say so (``Layer.shares_source``) read it, from
+    what they cached of the source before (:meth:`level` refuses)."""
 
     top: Tensor
     pad: Tensor | None
     blocks: list[Tensor] = field(default_factory=list)
     masks: dict[torch.dtype, Tensor] = field(default_factory=dict, repr=False, compare=False)
+    group: int = field(default=1, compare=False)
     allowed: Tensor | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -53,17 +60,27 @@ class Memory:
         return self.masks[dtype]
 
     def level(self, index: int | None) -> Tensor:
+        if self.group != 1:
+            raise RuntimeError(
+                f"a source shared by {self.group} decoder rows is read by a layer that does "
+                "not share it (its class's shares_source is False)"
+            )
         return self.top if index is None else self.blocks[index]
 
     def reorder(self, index: Tensor) -> Memory:
-        """The rows ``index`` (the additive masks made so far follow them)."""
+        """The rows ``index`` of the memory (the additive masks made so far follow them)."""
         pick = lambda t: t.index_select(0, index)
         return Memory(
             pick(self.top),
             None if self.pad is None else pick(self.pad),
             [pick(b) for b in self.blocks],
             {dtype: pick(mask) for dtype, mask in self.masks.items()},
+            self.group,
         )
+
+    def shared_by(self, group: int) -> Memory:
+        """The same rows, each serving ``group`` consecutive decoder rows (nothing copied)."""
+        return dataclasses.replace(self, group=group)
 
 
 @dataclass
@@ -272,26 +289,36 @@ class DecodeState:
     def of_source(self, layer: torch.nn.Module) -> dict[str, Any]:
         return self.source.setdefault(id(layer), {})
 
-    def reorder(self, index: Tensor, source: bool = True, in_place: bool = False) -> None:
+    def reorder(self, index: Tensor, source: bool | Tensor = True, in_place: bool = False) -> None:
         """Keep batch rows ``index`` (beam search, finished sentences leaving): every cached
         tensor is re-indexed. ``source=False`` leaves what was computed from the source
         alone, for an ``index`` that keeps every row within its sentence (a beam's
-        hypotheses changing places), where those rows are all alike. ``in_place``: the
-        prefixes' keys and values copy only the rows that change, which costs one read of
-        ``index`` on the host (a synchronisation on an accelerator: for a search that reads
-        the device every step anyway, as on a CPU)."""
-        entries = list(self.cache.values())
-        if source:
-            entries += self.source.values()
+        hypotheses changing places), where those rows are all alike; a tensor ``source``
+        keeps those rows instead (a source of one row a sentence, shared by the sentence's
+        rows: :meth:`Memory.shared_by`). ``in_place``: the prefixes' keys and values copy
+        only the rows that change, which costs one read of ``index`` on the host (a
+        synchronisation on an accelerator: for a search that reads the device every step
+        anyway, as on a CPU)."""
         moves = RowMoves(index)  # the rows that move, found once for every layer's prefix
-        for entry in entries:
-            for key, value in entry.items():
-                if isinstance(value, Tensor):
-                    entry[key] = value.index_select(0, index)
-                elif isinstance(value, tuple):
-                    entry[key] = tuple(v.index_select(0, index) for v in value)
-                elif isinstance(value, (Prefix, StaticPrefix)):
-                    value.reorder(index, in_place, moves)
+        for entry in self.cache.values():
+            _reorder_entry(entry, index, in_place, moves)
+        if source is False:
+            return
+        rows = source if isinstance(source, Tensor) else index
+        for entry in self.source.values():
+            _reorder_entry(entry, rows, False, None)
+
+
+def _reorder_entry(
+    entry: dict[str, Any], index: Tensor, in_place: bool, moves: RowMoves | None
+) -> None:
+    for key, value in entry.items():
+        if isinstance(value, Tensor):
+            entry[key] = value.index_select(0, index)
+        elif isinstance(value, tuple):
+            entry[key] = tuple(v.index_select(0, index) for v in value)
+        elif isinstance(value, (Prefix, StaticPrefix)):
+            value.reorder(index, in_place, moves)
 
 
 @dataclass

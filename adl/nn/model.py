@@ -157,6 +157,17 @@ class Seq2Seq(TranslationModel):
         return self.output(z)  # W_o z^L + b_o
 
     # --- incremental decoding ------------------------------------------------------------
+    def can_share_source(self) -> bool:
+        """Whether every layer of the decoder that reads the source can take it as one row a
+        sentence shared by the sentence's rows (``Layer.shares_source``): then a beam search
+        keeps one copy of a sentence's source, not one a hypothesis
+        (:meth:`Memory.shared_by <adl.nn.context.Memory.shared_by>`)."""
+        return all(
+            getattr(m, "shares_source", False)
+            for m in self.decoder.modules()
+            if getattr(m, "attends_source", False)
+        )
+
     def start(self, src: Tensor, src_words: Tensor | None = None) -> tuple[Memory, DecodeState]:
         """Encode a batch once and open an empty decoding cache.
 

@@ -354,6 +354,7 @@ class _NoEos:
     def __init__(self, model):
         self.model = model
         self.needs_src_words = model.needs_src_words
+        self.can_share_source = getattr(model, "can_share_source", lambda: False)
 
     def start(self, src, src_words=None):
         return self.model.start(src, src_words)

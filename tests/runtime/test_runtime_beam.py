@@ -215,3 +215,61 @@ def test_beam_finds_at_least_the_greedy_score_on_a_trained_model():
 def test_hypothesis_type():
     h = Hypothesis([5, 6], -1.5, -0.5)
     assert h.tokens == [5, 6] and math.isclose(h.score, -1.5)
+
+
+class SourceRows:
+    """A model whose steps record the rows of the source they are given."""
+
+    def __init__(self, model):
+        self.model, self.seen = model, []
+        self.needs_src_words = model.needs_src_words
+        self.can_share_source = model.can_share_source
+
+    def start(self, src, src_words=None):
+        return self.model.start(src, src_words)
+
+    def step(self, tokens, memory, state):
+        self.seen.append((tokens.numel(), memory.top.size(0), memory.group))
+        return self.model.step(tokens, memory, state)
+
+
+@pytest.mark.parametrize("family", ["transformer", "cnn", "hard retrieval", "gaussian", "rnn"])
+@pytest.mark.parametrize("every", [1, 8])
+def test_a_beams_hypotheses_share_their_sentences_source(family, every, monkeypatch):
+    """Where every layer that reads the source can share it (dot-product source attention,
+    hard retrieval too), the k hypotheses of a sentence share one row of the source after
+    the first step (no k copies); where one cannot (Gaussian, MLP attention), each keeps its
+    own, as before. The hypotheses and their scores are those of a search without sharing;
+    sentences leave the batch (every 1) or ride along (every 8) alike."""
+    model = build(family, seed=8)
+    src = sources(6, seed=9)
+    words = words_for(model, src)
+    spy = SourceRows(model)
+    limits = torch.tensor([2, 4, 6, 9, 11, 12])  # sentences leave at different steps
+    shared = beam(spy, src, 3, words, limits, nbest=3, every=every)
+    sharing = family in ("transformer", "cnn", "hard retrieval")
+    assert model.can_share_source() is sharing
+    for rows, source_rows, group in spy.seen[1:]:
+        assert (source_rows * group, group) == ((rows, 3) if sharing else (rows, 1))
+    assert spy.seen[0] == (6, 6, 1)  # the first step: one row a sentence either way
+    if sharing and every == 1:  # sentences left the batch while the source was shared
+        assert any(rows < spy.seen[1][0] for rows, _, _ in spy.seen[1:])
+    monkeypatch.setattr(type(model), "can_share_source", lambda self: False)
+    plain = beam(model, src, 3, words, limits, nbest=3, every=every)
+    assert [[h.tokens for h in hyps] for hyps in shared] == [
+        [h.tokens for h in hyps] for hyps in plain
+    ]
+    for a, b in zip(shared, plain):
+        for x, y in zip(a, b):
+            assert x.score == pytest.approx(y.score, abs=1e-5)
+
+
+def test_a_shared_source_is_not_read_by_a_layer_that_cannot_share_it():
+    """A layer that reads the source itself (not what it cached of it) is refused a source
+    that serves several rows a row: a wrong shape would otherwise pass silently where a
+    batch has one sentence."""
+    model = build("transformer", seed=10)
+    memory = model.encode(sources(2, seed=11)).shared_by(3)
+    assert memory.group == 3 and memory.reorder(torch.tensor([1])).group == 3
+    with pytest.raises(RuntimeError, match="shared by 3 decoder rows"):
+        memory.level(None)

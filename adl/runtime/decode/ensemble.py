@@ -63,6 +63,9 @@ class _Memories:
     def reorder(self, index: Tensor) -> _Memories:
         return _Memories([m.reorder(index) for m in self.parts])
 
+    def shared_by(self, group: int) -> _Memories:
+        return _Memories([m.shared_by(group) for m in self.parts])
+
 
 class _States:
     """Each model's decoding cache, reordered together."""
@@ -70,7 +73,7 @@ class _States:
     def __init__(self, parts: list):
         self.parts = parts
 
-    def reorder(self, index: Tensor, source: bool = True, in_place: bool = False) -> None:
+    def reorder(self, index: Tensor, source: bool | Tensor = True, in_place: bool = False) -> None:
         for s in self.parts:
             s.reorder(index, source=source, in_place=in_place)
 
@@ -90,6 +93,10 @@ class Ensemble(nn.Module):
     @property
     def needs_src_words(self) -> bool:
         return any(getattr(m, "needs_src_words", False) for m in self.members)
+
+    def can_share_source(self) -> bool:
+        """Whether every member can take a source shared by a beam's hypotheses."""
+        return all(getattr(m, "can_share_source", lambda: False)() for m in self.members)
 
     def _combine(self, logps: list[Tensor]) -> Tensor:
         if len(logps) == 1:

@@ -141,7 +141,11 @@ def beam(
     A sentence is done when ``size`` hypotheses have finished (or at ``max_len`` tokens,
     where only eos may follow). The first step, where a sentence has one hypothesis (bos),
     scores B rows, and its reorder makes each sentence's ``size`` rows: the source's keys
-    and values are projected once a sentence, not once a hypothesis.
+    and values are projected once a sentence, not once a hypothesis. Where the model's
+    source-reading layers can share them (``model.can_share_source()``: dot-product source
+    attention) the hypotheses keep sharing them, one row a sentence
+    (:meth:`Memory.shared_by <adl.nn.context.Memory.shared_by>`): nothing to copy k times,
+    nor to move but a sentence's row when sentences leave.
 
     All of it is tensor operations on the device: the live hypotheses (n, k) with their
     prefixes, and the finished ones in per-sentence slots in the order they finished. The
@@ -159,6 +163,10 @@ def beam(
     # the first step scores one row a sentence (its one hypothesis, bos); the k rows a
     # sentence that the steps after it score are made by that step's reorder
     memory, state = model.start(src, src_words)
+    # one row of the source a sentence, shared by its k hypotheses (Memory.shared_by), where
+    # every source-reading layer can take it: no k copies to make at the first step and to
+    # keep when sentences leave, and each sentence's queries attend to it at once
+    shared = k > 1 and bool(getattr(model, "can_share_source", lambda: False)())
     rows = torch.arange(b, device=device)  # original sentence of each sentence in the batch
     done = torch.zeros(b, dtype=torch.bool, device=device)
     scores = torch.zeros(b, 1, device=device)  # (n, hypotheses a sentence)
@@ -229,22 +237,32 @@ def beam(
         )
         tokens = c_tok.view(-1)
         dropped = h < k  # the first step's rows are all new
+        staying: Tensor | None = None  # the sentences that stay, where some leave
         if (t + 1) % every == 0 or t == longest:
             live = (~done).nonzero().squeeze(1)  # the one host read
             if live.numel() == 0:
                 break
             if live.numel() < n:  # drop finished sentences from the batch
-                dropped = True
+                dropped, staying = True, live
                 keep = keep.view(n, k).index_select(0, live).view(-1)
                 tokens = tokens.view(n, k).index_select(0, live).view(-1)
                 scores, prefix, rows, done, limit = (
                     x.index_select(0, live) for x in (scores, prefix, rows, done, limit)
                 )
-        if dropped:  # the source and what was made of it follow the sentences that stay
-            memory = memory.reorder(keep)
         # within a sentence every row has its source; where the host reads every step, the
         # prefixes copy only the rows whose hypothesis came from another
-        state.reorder(keep, source=dropped, in_place=every == 1 and not dropped)
+        moves_only = every == 1 and not dropped
+        if shared:  # the source's rows follow the sentences that stay, one a sentence
+            if staying is not None:
+                memory = memory.reorder(staying)
+            if h == 1:
+                memory = memory.shared_by(k)
+            source: bool | Tensor = False if staying is None else staying
+            state.reorder(keep, source=source, in_place=moves_only)
+            continue
+        if dropped:  # the source and what was made of it follow the sentences that stay
+            memory = memory.reorder(keep)
+        state.reorder(keep, source=dropped, in_place=moves_only)
     return _hypotheses(fin_tokens, fin_score, fin_len, fin_count, penalty, alpha, nbest)
 
 
