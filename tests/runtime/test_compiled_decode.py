@@ -136,8 +136,45 @@ def test_the_compiled_step_is_one_graph_and_translates_as_the_eager_search():
     for seed, n, len_b in ((0, 5, 12), (1, 8, 20), (2, 11, 12)):
         steps.plan(1.0, len_b, None)
         src = sources(n, seed)
-        assert greedy(steps, src, None, len_b) == greedy(model, src, None, len_b)
+        try:
+            compiled = greedy(steps, src, None, len_b)
+        except ConfigError as exc:  # e.g. inductor's code under ATEN_CPU_CAPABILITY=default
+            pytest.skip(f"torch.compile cannot build a step here: {exc}")
+        assert compiled == greedy(model, src, None, len_b)
         found, eager = beam(steps, src, 3, None, len_b), beam(model, src, 3, None, len_b)
         assert tokens(found) == tokens(eager)
     assert not counters["graph_break"]
     assert counters["stats"]["unique_graphs"] <= 2
+
+
+def test_a_step_torch_compile_cannot_build_is_a_clear_error(monkeypatch):
+    """Where torch.compile's C++ compiler fails (inductor's code does not compile for
+    ATEN_CPU_CAPABILITY=default in torch 2.13, a machine may have no compiler), the search
+    fails with a ConfigError that names the compiler's error and says what to do, not with
+    the compiler's trace; any other error passes through as it is."""
+    from torch._dynamo.exc import BackendCompilerFailed
+    from torch._inductor.exc import CppCompileError
+
+    model = build("transformer")
+    steps = CompiledStep(model)
+    steps.plan(1.0, 12, None)
+    said = "/tmp/k.cpp:96:37: error: 'at::vec' has not been declared"
+
+    def fails(*args):
+        cpp = CppCompileError(["g++", "/tmp/k.cpp"], said)
+        raise BackendCompilerFailed(fails, cpp, None) from cpp
+
+    monkeypatch.setattr(steps, "compiled", fails)
+    with pytest.raises(ConfigError) as caught:
+        greedy(steps, sources(3, 0), None, 12)
+    message = str(caught.value)
+    assert "could not build the decoding step" in message
+    assert "CppCompileError: C++ compile error: 'at::vec' has not been declared" in message
+    assert "decode without --compiled" in message
+
+    def other(*args):
+        raise ValueError("not a compile failure")
+
+    monkeypatch.setattr(steps, "compiled", other)
+    with pytest.raises(ValueError, match="not a compile failure"):
+        greedy(steps, sources(3, 0), None, 12)

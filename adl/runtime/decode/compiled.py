@@ -106,6 +106,15 @@ def unsupported(model: Any) -> list[str]:
     return found
 
 
+def compile_failures() -> tuple[type[Exception], ...]:
+    """What torch.compile raises when it cannot build a graph's code (its C++ compiler
+    failing, on a CPU: CppCompileError, which dynamo and inductor wrap)."""
+    from torch._dynamo.exc import BackendCompilerFailed
+    from torch._inductor.exc import CppCompileError, InductorError
+
+    return (BackendCompilerFailed, InductorError, CppCompileError)
+
+
 class CompiledStep:
     """``model``'s decoding step, compiled over a static cache (the module's docstring).
 
@@ -178,6 +187,38 @@ class CompiledStep:
         else:
             if self.mode == "reduce-overhead":  # the last step's outputs are used up
                 torch.compiler.cudagraph_mark_step_begin()
-            logp = self.compiled(tokens, memory, state)
+            logp = self.built(tokens, memory, state)
         state.advance(1)
         return logp
+
+    def built(self, tokens: Tensor, memory: Memory, state: DecodeState) -> Tensor:
+        """:attr:`compiled`, whose first calls build the step: where torch.compile cannot
+        (no C++ compiler, or inductor's code not compiling for this CPU's kernels), a
+        :class:`ConfigError` that says so and what to do, not the compiler's trace."""
+        try:
+            return self.compiled(tokens, memory, state)
+        except Exception as exc:
+            if not isinstance(exc, compile_failures()):
+                raise
+            raise ConfigError(
+                f"torch.compile could not build the decoding step on this machine "
+                f"({compiler_said(exc)}); decode without --compiled (the eager step "
+                "translates the same)"
+            ) from exc
+
+
+def compiler_said(exc: BaseException) -> str:
+    """The gist of a compile failure: the innermost of the wrapped errors that torch names
+    (a CppCompileError, say), and the first line of its output that says ``error``."""
+    inner: BaseException = exc
+    chain: BaseException | None = exc
+    while chain is not None:
+        if isinstance(chain, compile_failures()):
+            inner = chain
+        chain = chain.__cause__ or getattr(chain, "inner_exception", None)
+    lines = [line.strip() for line in str(inner).splitlines() if line.strip()]
+    said = lines[0] if lines else ""
+    detail = next((line for line in lines[1:] if "error" in line.lower()), None)
+    if detail is not None:
+        said += ": " + detail.split("error:", 1)[-1].strip()
+    return f"{type(inner).__name__}: {said[:300]}"
