@@ -2,7 +2,7 @@
 the search without a host read per step against the search before it.
 
     python bench/decode.py [--sentences 32] [--src-len 20] [--out-len 50] [--d 512]
-                           [--parts cache,hard,search,prefix,reorder,bound]
+                           [--parts cache,hard,search,prefix,reorder,bound,shared]
                            [--device cpu|cuda]
 
 In one run, on the same random source sentences (the models are untrained; eos is barred so
@@ -36,6 +36,11 @@ every sentence decodes exactly --out-len tokens, the length the comparison is ab
      weighted sum, bench/hardcoded.py's bound); hard retrieval's saving as a share of the
      bound's, (T_soft - T_hard) / (T_soft - T_none), and the ceiling's,
      (T_soft - T_argmax) / (T_soft - T_none). Greedy and beam 4, the ways taking turns.
+  7. sentences/s of the Transformer with beam 4, its hypotheses sharing their sentence's
+     source (one row a sentence: adl.nn.context.Memory.shared_by) and each keeping its own
+     copy (the search before); the sentences' length limits spread from half --out-len to
+     --out-len, so that sentences leave the batch at different steps (where a copy of the
+     source moves with each row); the ratio shared / copied, paired rounds as in 3.
 Each measurement is the median of --repeat runs, interleaved.
 """
 
@@ -128,6 +133,8 @@ def main() -> None:
         reorder_speed(cached, src, L, args.repeat, dev)
     if "bound" in parts:
         bound_by_clock(cached, src, L, args.repeat, dev)
+    if "shared" in parts:
+        shared_speed(base, src, L, args.repeat, dev)
 
 
 def paired(searches: dict, n: int, repeat: int, dev: str, names=("old", "new")) -> None:
@@ -264,6 +271,21 @@ def reorder_speed(model, src, L: int, repeat: int, dev: str) -> None:
     print("copied (before) against only the rows whose hypothesis came from another row:")
     paired({"beam 4": (run(True), run(False))}, src.size(0), repeat, dev, ("whole", "in place"))
     print(f"  rows moved: {moves.moved / max(moves.rows, 1):.1%} of the rows reordered")
+
+
+def shared_speed(base, src, L: int, repeat: int, dev: str) -> None:
+    """Beam 4 with the source shared by a sentence's hypotheses against a copy each, paired
+    rounds; the sentences leave the batch at different steps."""
+    shared, copied = NoEos(base), NoEos(base)
+    copied.can_share_source = lambda: False
+    limits = torch.linspace(L // 2, L, src.size(0)).long()
+
+    def run(model):
+        return lambda: beam(model, src, 4, max_len=limits)
+
+    print("\nTransformer, beam 4, the source: a copy for each hypothesis (before) against one")
+    print("row a sentence shared by its hypotheses:")
+    paired({"beam 4": (run(copied), run(shared))}, src.size(0), repeat, dev, ("copied", "shared"))
 
 
 @contextmanager
