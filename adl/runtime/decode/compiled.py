@@ -197,9 +197,7 @@ class CompiledStep:
         :class:`ConfigError` that says so and what to do, not the compiler's trace."""
         try:
             return self.compiled(tokens, memory, state)
-        except Exception as exc:
-            if not isinstance(exc, compile_failures()):
-                raise
+        except compile_failures() as exc:  # evaluated only when something is raised
             raise ConfigError(
                 f"torch.compile could not build the decoding step on this machine "
                 f"({compiler_said(exc)}); decode without --compiled (the eager step "

@@ -259,10 +259,10 @@ def beam(
                 memory = memory.shared_by(k)
             source: bool | Tensor = False if staying is None else staying
             state.reorder(keep, source=source, in_place=moves_only)
-            continue
-        if dropped:  # the source and what was made of it follow the sentences that stay
-            memory = memory.reorder(keep)
-        state.reorder(keep, source=dropped, in_place=moves_only)
+        else:
+            if dropped:  # the source and what was made of it follow the sentences that stay
+                memory = memory.reorder(keep)
+            state.reorder(keep, source=dropped, in_place=moves_only)
     return _hypotheses(fin_tokens, fin_score, fin_len, fin_count, penalty, alpha, nbest)
 
 
