@@ -156,87 +156,109 @@ def measure(
     refs,
     beam: int,
     rounds: int,
-    max_tokens: int,
+    max_tokens: int | tuple[int, ...],
     workers: tuple[int, ...] = (1,),
 ) -> list[dict]:
-    """Each engine's rows of one beam size, one row per number of workers: seconds per
-    round, BLEU, length ratio. Every engine batches the same sentences: ``max_tokens``
-    source tokens x beam a batch; every pass runs alone (:func:`alone`). With N workers an
-    engine searches N batches at once on threads / N threads each (ADL's own search: the
-    ``workers`` search option; CTranslate2: its ``inter_threads``); a compiled step takes
-    one worker. The units (engine, workers) take turns in every round."""
+    """Each engine's rows of one beam size, one row per number of workers and batch size:
+    seconds per round, BLEU, length ratio. Every engine batches the same sentences:
+    ``max_tokens`` source tokens x beam a batch (one value, or several: a row each); every
+    pass runs alone (:func:`alone`). With N workers an engine searches N batches at once on
+    threads / N threads each (ADL's own search: the ``workers`` search option; CTranslate2:
+    its ``inter_threads``); a compiled step takes one worker. The units (engine, workers,
+    batch) take turns in every round."""
     from sacrebleu.metrics import BLEU
 
+    sizes = (max_tokens,) if isinstance(max_tokens, int) else tuple(max_tokens)
     units = [
-        (name, w)
+        (name, w, tokens)
+        for tokens in sizes
         for w in workers
         for name in found
         if w == 1 or found[name].compiled is None  # a compiled step decodes one batch at once
     ]
-    seconds: dict[tuple[str, int], list[float]] = {u: [] for u in units}
-    hyps: dict[tuple[str, int], list[str]] = {}
+    seconds: dict[tuple[str, int, int], list[float]] = {u: [] for u in units}
+    hyps: dict[tuple[str, int, int], list[str]] = {}
     for r in range(rounds):
         for unit in units[r % len(units) :] + units[: r % len(units)]:
-            name, w = unit
-            options = SearchOptions(beam=beam, max_tokens=max_tokens, workers=w)
+            name, w, tokens = unit
+            options = SearchOptions(beam=beam, max_tokens=tokens, workers=w)
             took, hyps[unit] = alone(timed, found[name], sources, options)
             seconds[unit].append(took)
             print(
-                f"  beam {beam} round {r + 1} {name} ({w} workers): {took:.1f} s", file=sys.stderr
+                f"  beam {beam} round {r + 1} {name} ({w} workers, {tokens} tokens): {took:.1f} s",
+                file=sys.stderr,
             )
     speed = {u: len(sources) / statistics.median(seconds[u]) for u in units}
-    base_units = [u for u in units if u[0] == BASE]
-    best = max(base_units, key=speed.__getitem__) if base_units else None
+    fastest = lambda engine: max(
+        (u for u in units if u[0] == engine), key=speed.__getitem__, default=None
+    )
+    best = fastest(BASE)
     paired = lambda u, other: [b / a for a, b in zip(seconds[u], seconds[other])]
     spread = lambda r: {"median": statistics.median(r), "min": min(r), "max": max(r)}
+    several = len(sizes) > 1
     rows = []
     for unit in units:
-        name, w = unit
+        name, w, tokens = unit
         bleu = BLEU().corpus_score(hyps[unit], [refs])
-        # CTranslate2 float32 with as many workers, ADL float32 with one (the default)
-        same = [u for u in ((BASE, w), (ADL, 1)) if u in seconds]
+        # CTranslate2 float32 with as many workers, ADL float32 with one (the default), each
+        # on the same batches
+        same = [u for u in ((BASE, w, tokens), (ADL, 1, tokens)) if u in seconds]
+        first = (ADL, 1, sizes[0])  # the translations every row is compared with
         row = {
             "engine": name,
             "beam": beam,
             "workers": w,
+            **({"max_tokens": tokens} if several else {}),
             "seconds": seconds[unit],
             "sentences_per_s": speed[unit],
-            "vs": {other: spread(paired(unit, (other, n))) for other, n in same},
+            "vs": {other: spread(paired(unit, (other, n, t))) for other, n, t in same},
             "bleu": bleu.score,
             "length_ratio": bleu.sys_len / bleu.ref_len,
-            # translations equal to ADL float32's (one worker), letter for letter
-            "same_as_adl": sum(a == b for a, b in zip(hyps[unit], hyps[(ADL, 1)]))
-            if (ADL, 1) in hyps
+            # translations equal to ADL float32's (one worker, the first batch size), letter
+            # for letter
+            "same_as_adl": sum(a == b for a, b in zip(hyps[unit], hyps[first]))
+            if first in hyps
             else None,
         }
-        if best is not None and len(workers) > 1:
-            # against CTranslate2 float32 with its fastest number of workers, round by round
-            row["vs_best_base"] = {"workers": best[1], **spread(paired(unit, best))}
+        if best is not None and (len(workers) > 1 or several):
+            # against CTranslate2 float32 at its fastest (workers, batches), round by round
+            at = {"workers": best[1], **({"max_tokens": best[2]} if several else {})}
+            row["vs_best_base"] = {**at, **spread(paired(unit, best))}
+            if several and unit == fastest(ADL):  # the check: each engine at its fastest
+                row["fastest_adl"] = True
         rows.append(row)
     return rows
 
 
 def tables(result: dict) -> str:
     """The markdown tables of a result (what docs/performance.md shows), one per beam; with
-    more than one number of workers, a column of workers and one against CTranslate2
-    float32 at its fastest."""
+    more than one number of workers or batch size, a column of each and one against
+    CTranslate2 float32 at its fastest, and with several batch sizes a line under the table:
+    ADL float32 at its fastest against CTranslate2 float32 at its fastest."""
     out = []
     tokens = result["meta"].get("max_tokens")
+    sizes = tokens if isinstance(tokens, list) else [tokens] if tokens else []
     n = result["meta"]["sentences"]
-    layouts = len(result["meta"].get("workers", [1])) > 1
+    several = len(sizes) > 1
+    layouts = len(result["meta"].get("workers", [1])) > 1 or several
+    batch = lambda t, beam: f"batches of {t // beam:,} source tokens"
     for beam in sorted({row["beam"] for row in result["rows"]}):
         rows = [row for row in result["rows"] if row["beam"] == beam]
         search = "greedy" if beam == 1 else f"beam {beam}"
-        batches = f" (batches of {tokens // beam:,} source tokens, both engines)" if tokens else ""
-        best = next((r["vs_best_base"]["workers"] for r in rows if "vs_best_base" in r), None)
-        if layouts:
-            head = [
-                "engine",
-                "workers",
+        batches = f" ({batch(sizes[0], beam)}, both engines)" if len(sizes) == 1 else ""
+        if several:
+            batches = " (each batch size for both engines)"
+        best = next((r["vs_best_base"] for r in rows if "vs_best_base" in r), None)
+        at = "" if best is None else f"{best['workers']} worker{'s' * (best['workers'] != 1)}"
+        if best is not None and "max_tokens" in best:
+            at += f", {batch(best['max_tokens'], beam)}"
+        if layouts and best is not None:
+            head = ["engine", "workers"] + (["batch (source tokens)"] if several else [])
+            head += [
                 "sentences/s",
                 "vs CTranslate2 float32, same workers (rounds)",
-                "vs ADL float32, one worker",
-                f"vs CTranslate2 float32, its fastest ({best} worker{'s' * (best != 1)})",
+                "vs ADL float32, one worker" + (", same batches" if several else ""),
+                f"vs CTranslate2 float32, its fastest ({at})",
             ]
         else:
             head = ["engine", "sentences/s", "vs CTranslate2 float32 (rounds)", "vs ADL float32"]
@@ -247,19 +269,29 @@ def tables(result: dict) -> str:
             "| " + " | ".join(head) + " |",
             "|---|" + "---:|" * (len(head) - 1),
         ]
+        spread = lambda r: f"{r['median']:.2f}x ({r['min']:.2f}–{r['max']:.2f})"
         for row in rows:
             base, adl = row["vs"].get(BASE), row["vs"].get(ADL)
-            spread = lambda r: f"{r['median']:.2f}x ({r['min']:.2f}–{r['max']:.2f})"
             same = "–" if row.get("same_as_adl") is None else f"{row['same_as_adl']:,}/{n:,}"
             speeds = [spread(base) if base else "–", f"{adl['median']:.2f}x" if adl else "–"]
-            if layouts:
+            if layouts and best is not None:
                 fastest = spread(row["vs_best_base"]) if "vs_best_base" in row else "–"
                 cells = [row["engine"], str(row.get("workers", 1))]
+                if several:
+                    cells.append(f"{row['max_tokens'] // beam:,}")
                 cells += [f"{row['sentences_per_s']:,.1f}", *speeds, fastest]
             else:
                 cells = [row["engine"], f"{row['sentences_per_s']:,.1f}", *speeds]
             cells += [f"{row['bleu']:.2f}", f"{row['length_ratio']:.3f}", same]
             out.append("| " + " | ".join(cells) + " |")
+        top = next((r for r in rows if r.get("fastest_adl")), None)
+        if top is not None and best is not None:
+            out += [
+                "",
+                f"{ADL} at its fastest ({top['workers']} worker"
+                f"{'s' * (top['workers'] != 1)}, {batch(top['max_tokens'], beam)}) / {BASE} at "
+                f"its fastest ({at}): {spread(top['vs_best_base'])}, round by round.",
+            ]
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
@@ -293,7 +325,12 @@ def main() -> None:
         "threads / N threads each (ADL: the workers search option; CTranslate2: inter_threads)",
     )
     tokens = SearchOptions().max_tokens  # the search's default
-    p.add_argument("--max-tokens", type=int, default=tokens, help="source tokens x beam a batch")
+    p.add_argument(
+        "--max-tokens",
+        default=str(tokens),
+        help="source tokens x beam a batch, comma separated: each a batch size for every "
+        "engine, and a line for each beam: each engine at its fastest",
+    )
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--work", type=Path, help="where to put the run and exports (default: tmp)")
     p.add_argument("--json", type=Path, help="write the results here")
@@ -325,11 +362,12 @@ def main() -> None:
     int8 = [k for k in args.int8.split(",") if k]
     compiled = [m for m in args.compiled.split(",") if m]
     workers = tuple(int(w) for w in args.workers.split(","))
+    sizes = tuple(int(t) for t in args.max_tokens.split(","))
     found = alone(engines, run, work, args.device, args.threads, int8, compiled)
     load = os.getloadavg()[0]
     rows = []
     for beam in (int(b) for b in args.beams.split(",")):
-        rows += measure(found, sources, refs, beam, args.rounds, args.max_tokens, workers)
+        rows += measure(found, sources, refs, beam, args.rounds, sizes, workers)
     import ctranslate2
 
     result = {
@@ -341,7 +379,7 @@ def main() -> None:
             "workers": list(workers),
             "device": args.device,
             "rounds": args.rounds,
-            "max_tokens": args.max_tokens,
+            "max_tokens": sizes[0] if len(sizes) == 1 else list(sizes),
             # OpenMP threads spin (ACTIVE) or sleep between parallel regions; each engine's
             # speed moves with it (docs/performance.md, "Inference engines")
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),

@@ -69,3 +69,46 @@ def test_the_inference_table_shows_workers_and_the_baselines_fastest_layout():
     )
     del result["meta"]["workers"]  # a result of one layout: the table as before, no column
     assert "workers" not in inference.tables(result).splitlines()[2]
+
+
+def test_the_inference_table_with_two_batch_sizes_names_each_engines_fastest():
+    def row(engine, w, tokens, speed, best, fastest=False):
+        out = {
+            "engine": engine,
+            "beam": 4,
+            "workers": w,
+            "max_tokens": tokens,
+            "sentences_per_s": speed,
+            "vs": {inference.BASE: {"median": 0.5, "min": 0.4, "max": 0.6}},
+            "vs_best_base": {
+                "workers": 1,
+                "max_tokens": 16384,
+                **dict.fromkeys(("median", "min", "max"), best),
+            },
+            "bleu": 12.0,
+            "length_ratio": 0.95,
+            "same_as_adl": 10,
+        }
+        return {**out, "fastest_adl": True} if fastest else out
+
+    result = {
+        "meta": {"sentences": 10, "max_tokens": [4096, 16384], "workers": [1, 2]},
+        "rows": [
+            row("ADL float32", 2, 4096, 30.0, 0.3),
+            row("ADL float32", 1, 16384, 90.0, 0.9, fastest=True),
+            row(inference.BASE, 1, 16384, 100.0, 1.0),
+        ],
+    }
+    lines = inference.tables(result).splitlines()
+    assert lines[0] == "beam 4 (each batch size for both engines):"
+    head = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert head[:4] == ["engine", "workers", "batch (source tokens)", "sentences/s"]
+    fastest = "vs CTranslate2 float32, its fastest (1 worker, batches of 4,096 source tokens)"
+    assert fastest in head
+    cells = [c.strip() for c in lines[5].strip("|").split("|")]
+    assert cells[:4] == ["ADL float32", "1", "4,096", "90.0"]  # 16,384 / beam 4
+    assert lines[-1] == (
+        "ADL float32 at its fastest (1 worker, batches of 4,096 source tokens) / CTranslate2 "
+        "float32 at its fastest (1 worker, batches of 4,096 source tokens): 0.90x (0.90–0.90), "
+        "round by round."
+    )
