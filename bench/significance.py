@@ -44,11 +44,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from adl.runtime.sweep.significance import (  # noqa: E402
-    SIGNIFICANT,
-    concatenated_p,
-    interval,
-)
+from adl.runtime.sweep.concatenated import concatenated_p  # noqa: E402
+from adl.runtime.sweep.significance import SIGNIFICANT, interval  # noqa: E402
 
 SAMPLES = 200  # sentence resamples a test makes per comparison (ADL's default is 1,000)
 

@@ -14,15 +14,14 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
+from adl.runtime.sweep.concatenated import concatenated_bootstrap, paired_test
+from adl.runtime.sweep.sentences import Sentences
 from adl.runtime.sweep.significance import (
     AHEAD,
     BEHIND,
     TIE,
-    Sentences,
     compare_runs,
-    concatenated_bootstrap,
     interval,
-    paired_test,
     sentence_variance,
 )
 from adl.runtime.sweep.verdicts import (

@@ -14,10 +14,10 @@ from sacrebleu.metrics import BLEU
 
 from adl.runtime import sweep
 from adl.runtime.sweep import measure
+from adl.runtime.sweep.concatenated import paired_test
 from adl.runtime.sweep.located import load
 from adl.runtime.sweep.markdown import corpus
 from adl.runtime.sweep.plan import data_files, decoding_key
-from adl.runtime.sweep.significance import paired_test
 from adl.runtime.sweep.spec import DATA_KEYS, SYSTEM_KEYS, TOP_KEYS, decode_keys
 
 ENC = "pos -> res_nd(mh_dot_self_att) -> res_nd(ffl) -> norm\n"

@@ -28,7 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from adl.runtime.sweep import results as res
-from adl.runtime.sweep.significance import Sentences, metric_interval
+from adl.runtime.sweep.sentences import Sentences
+from adl.runtime.sweep.significance import metric_interval
 from adl.runtime.sweep.spec import Spec
 
 FIRST_LOOK = 0.99  # the level of the one look that decides whether a row gets more seeds

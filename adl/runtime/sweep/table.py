@@ -17,7 +17,8 @@ from typing import Any
 
 from adl.runtime.sweep.plan import Plan
 from adl.runtime.sweep.seeding import decide
-from adl.runtime.sweep.significance import LEVEL, Sentences, compare_runs
+from adl.runtime.sweep.sentences import Sentences
+from adl.runtime.sweep.significance import LEVEL, compare_runs
 from adl.runtime.sweep.verdicts import claim_of, reproduced
 
 COLUMNS = (
