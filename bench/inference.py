@@ -156,19 +156,18 @@ def measure(
     refs,
     beam: int,
     rounds: int,
-    max_tokens: int | tuple[int, ...],
+    sizes: tuple[int, ...],
     workers: tuple[int, ...] = (1,),
 ) -> list[dict]:
     """Each engine's rows of one beam size, one row per number of workers and batch size:
     seconds per round, BLEU, length ratio. Every engine batches the same sentences:
-    ``max_tokens`` source tokens x beam a batch (one value, or several: a row each); every
+    each of ``sizes`` source tokens x beam a batch (a row each); every
     pass runs alone (:func:`alone`). With N workers an engine searches N batches at once on
     threads / N threads each (ADL's own search: the ``workers`` search option; CTranslate2:
     its ``inter_threads``); a compiled step takes one worker. The units (engine, workers,
     batch) take turns in every round."""
     from sacrebleu.metrics import BLEU
 
-    sizes = (max_tokens,) if isinstance(max_tokens, int) else tuple(max_tokens)
     units = [
         (name, w, tokens)
         for tokens in sizes
@@ -192,7 +191,7 @@ def measure(
     fastest = lambda engine: max(
         (u for u in units if u[0] == engine), key=speed.__getitem__, default=None
     )
-    best = fastest(BASE)
+    best, top = fastest(BASE), fastest(ADL)
     paired = lambda u, other: [b / a for a, b in zip(seconds[u], seconds[other])]
     spread = lambda r: {"median": statistics.median(r), "min": min(r), "max": max(r)}
     several = len(sizes) > 1
@@ -224,7 +223,7 @@ def measure(
             # against CTranslate2 float32 at its fastest (workers, batches), round by round
             at = {"workers": best[1], **({"max_tokens": best[2]} if several else {})}
             row["vs_best_base"] = {**at, **spread(paired(unit, best))}
-            if several and unit == fastest(ADL):  # the check: each engine at its fastest
+            if several and unit == top:  # the check: each engine at its fastest
                 row["fastest_adl"] = True
         rows.append(row)
     return rows
@@ -242,14 +241,15 @@ def tables(result: dict) -> str:
     several = len(sizes) > 1
     layouts = len(result["meta"].get("workers", [1])) > 1 or several
     batch = lambda t, beam: f"batches of {t // beam:,} source tokens"
+    workers_of = lambda n: f"{n} worker{'s' * (n != 1)}"
     for beam in sorted({row["beam"] for row in result["rows"]}):
         rows = [row for row in result["rows"] if row["beam"] == beam]
         search = "greedy" if beam == 1 else f"beam {beam}"
-        batches = f" ({batch(sizes[0], beam)}, both engines)" if len(sizes) == 1 else ""
-        if several:
-            batches = " (each batch size for both engines)"
+        batches = " (each batch size for both engines)" if several else ""
+        if len(sizes) == 1:
+            batches = f" ({batch(sizes[0], beam)}, both engines)"
         best = next((r["vs_best_base"] for r in rows if "vs_best_base" in r), None)
-        at = "" if best is None else f"{best['workers']} worker{'s' * (best['workers'] != 1)}"
+        at = "" if best is None else workers_of(best["workers"])
         if best is not None and "max_tokens" in best:
             at += f", {batch(best['max_tokens'], beam)}"
         if layouts and best is not None:
@@ -288,9 +288,9 @@ def tables(result: dict) -> str:
         if top is not None and best is not None:
             out += [
                 "",
-                f"{ADL} at its fastest ({top['workers']} worker"
-                f"{'s' * (top['workers'] != 1)}, {batch(top['max_tokens'], beam)}) / {BASE} at "
-                f"its fastest ({at}): {spread(top['vs_best_base'])}, round by round.",
+                f"{ADL} at its fastest ({workers_of(top['workers'])}, "
+                f"{batch(top['max_tokens'], beam)}) / {BASE} at its fastest ({at}): "
+                f"{spread(top['vs_best_base'])}, round by round.",
             ]
         out.append("")
     return "\n".join(out).rstrip() + "\n"
