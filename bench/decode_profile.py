@@ -72,9 +72,9 @@ class TracedRows:
     def __init__(self, inner):
         self.inner = inner
 
-    def reorder(self, index):
+    def reorder(self, index, cached=False):
         with record_function("cache reorder"):
-            return TracedRows(self.inner.reorder(index))
+            return TracedRows(self.inner.reorder(index, cached=cached))
 
     def shared_by(self, group):
         return TracedRows(self.inner.shared_by(group))

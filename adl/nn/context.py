@@ -41,6 +41,7 @@ class Memory:
     blocks: list[Tensor] = field(default_factory=list)
     masks: dict[torch.dtype, Tensor] = field(default_factory=dict, repr=False, compare=False)
     group: int = field(default=1, compare=False)
+    cached: bool = field(default=False, compare=False)
     allowed: Tensor | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -65,17 +66,30 @@ class Memory:
                 f"a source shared by {self.group} decoder rows is read by a layer that does "
                 "not share it (its class's shares_source is False)"
             )
+        if self.cached:
+            raise RuntimeError(
+                "the source's states were left behind when rows left the batch: only layers "
+                "that cached their keys and values (shares_source) may read this memory"
+            )
         return self.top if index is None else self.blocks[index]
 
-    def reorder(self, index: Tensor) -> Memory:
-        """The rows ``index`` of the memory (the additive masks made so far follow them)."""
+    def reorder(self, index: Tensor, cached: bool = False) -> Memory:
+        """The rows ``index`` of the memory (the additive masks made so far follow them).
+
+        ``cached``: every layer that reads the source holds its keys and values already (a
+        decoding step has run, and each such layer's class says ``shares_source``): the
+        padding and the masks follow, the source's states stay as they were, and
+        :meth:`level` refuses from then on. A search that drops finished sentences then
+        copies none of the encoder's outputs (as many tensors as the encoder has blocks)."""
         pick = lambda t: t.index_select(0, index)
+        cached = cached or self.cached
         return Memory(
-            pick(self.top),
+            self.top if cached else pick(self.top),
             None if self.pad is None else pick(self.pad),
-            [pick(b) for b in self.blocks],
+            self.blocks if cached else [pick(b) for b in self.blocks],
             {dtype: pick(mask) for dtype, mask in self.masks.items()},
             self.group,
+            cached,
         )
 
     def shared_by(self, group: int) -> Memory:

@@ -273,3 +273,20 @@ def test_a_shared_source_is_not_read_by_a_layer_that_cannot_share_it():
     assert memory.group == 3 and memory.reorder(torch.tensor([1])).group == 3
     with pytest.raises(RuntimeError, match="shared by 3 decoder rows"):
         memory.level(None)
+
+
+def test_a_memory_whose_states_stayed_behind_is_not_read_again():
+    """Rows that leave a greedy batch after its first step take the padding and masks with
+    them, not the encoder's states (Memory.reorder's ``cached``): a layer reading those
+    states from then on would read other sentences' rows, so it is refused."""
+    model = build("transformer", seed=10)
+    memory = model.encode(pad_batch([[5, 6], [7, 8, 9, 10], [11]]))  # padded
+    memory.additive(torch.float32)
+    kept = memory.reorder(torch.tensor([2, 0]), cached=True)
+    assert kept.top is memory.top and kept.blocks is memory.blocks  # nothing copied
+    assert torch.equal(kept.pad, memory.pad[[2, 0]])
+    assert torch.equal(kept.additive(torch.float32), memory.additive(torch.float32)[[2, 0]])
+    assert kept.reorder(torch.tensor([1])).cached  # it stays behind
+    with pytest.raises(RuntimeError, match="left behind"):
+        kept.level(None)
+    assert torch.equal(memory.reorder(torch.tensor([1])).level(None), memory.top[[1]])

@@ -60,8 +60,8 @@ class _Memories:
     def __init__(self, parts: list):
         self.parts = parts
 
-    def reorder(self, index: Tensor) -> _Memories:
-        return _Memories([m.reorder(index) for m in self.parts])
+    def reorder(self, index: Tensor, cached: bool = False) -> _Memories:
+        return _Memories([m.reorder(index, cached=cached) for m in self.parts])
 
     def shared_by(self, group: int) -> _Memories:
         return _Memories([m.shared_by(group) for m in self.parts])
