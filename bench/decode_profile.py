@@ -36,7 +36,8 @@ from measure import transformer
 from torch.profiler import ProfilerActivity, profile, record_function
 
 import adl
-from adl.runtime.decode.search import SearchOptions, search_ids
+from adl.runtime.decode.driver import search_ids
+from adl.runtime.decode.search import SearchOptions
 
 PARTS = ("encode", "model step", "cache reorder", "search")
 SHAPES = {  # layers a side, d_model, heads, vocabulary

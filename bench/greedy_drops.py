@@ -32,7 +32,8 @@ import torch
 
 import adl
 from adl.runtime.decode import search
-from adl.runtime.decode.search import SearchOptions, search_ids
+from adl.runtime.decode.driver import search_ids
+from adl.runtime.decode.search import SearchOptions
 
 
 class Plain:

@@ -85,14 +85,14 @@ class Engine:
 
     def search(self, workers: int = 1):
         """The engine's ``search``, made for ``workers`` (ADL's model loaded as
-        ``adl translate --workers`` loads it: :func:`adl.runtime.decode.search.loading_for`)."""
+        ``adl translate --workers`` loads it: :func:`adl.runtime.decode.driver.loading_for`)."""
         torch.set_num_threads(self.threads)
         if self.ct2_folder is not None:
             from adl.runtime.decode.ct2_translator import Ct2Translator
 
             return Ct2Translator(self.ct2_folder, self.device, "default", self.threads).search
         import adl
-        from adl.runtime.decode.search import loading_for
+        from adl.runtime.decode.driver import loading_for
 
         if self.compiled is not None:
             return adl.load_model(self.run, device=self.device, compiled=self.compiled).search

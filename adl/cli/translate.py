@@ -158,7 +158,7 @@ def load_translator(args: argparse.Namespace):
         if getattr(args, "compiled", None):
             raise UsageError("--compiled is for --engine adl")
         return Ct2Translator.load(args.model[0], str(device), args.compute_type)
-    from adl.runtime.decode.search import loading_for
+    from adl.runtime.decode.driver import loading_for
     from adl.runtime.decode.translator import Translator
 
     with loading_for(getattr(args, "workers", 1)):

@@ -73,7 +73,7 @@ def test_a_beam_keeps_each_hypothesis_best_continuation_in_its_row():
 
 
 def test_workers_search_the_same_batches_to_the_same_hypotheses():
-    from adl.runtime.decode.search import batches, search_ids
+    from adl.runtime.decode.driver import batches, search_ids
     from adl.runtime.search_options import SearchOptions
 
     model = small_model(5)
@@ -107,7 +107,7 @@ def test_workers_search_the_same_batches_to_the_same_hypotheses():
 def test_a_failing_batch_fails_the_search_with_workers():
     import pytest
 
-    from adl.runtime.decode.search import search_ids
+    from adl.runtime.decode.driver import search_ids
     from adl.runtime.search_options import SearchOptions
 
     class Broken:

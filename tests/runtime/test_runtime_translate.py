@@ -409,7 +409,7 @@ def test_translate_with_workers_on_the_command_line(run, monkeypatch):
 def test_a_model_for_workers_loads_on_one_thread():
     import torch
 
-    from adl.runtime.decode.search import loading_for
+    from adl.runtime.decode.driver import loading_for
 
     threads = torch.get_num_threads()
     with loading_for(1):

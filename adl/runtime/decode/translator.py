@@ -28,7 +28,8 @@ import torch
 
 from adl.errors import InputError
 from adl.runtime.data.tokenizer import BOS, EOS, PAD
-from adl.runtime.decode.search import Hypothesis, pad_batch, search_ids
+from adl.runtime.decode.driver import search_ids
+from adl.runtime.decode.search import Hypothesis, pad_batch
 from adl.runtime.errors import ConfigError, DataError
 from adl.runtime.search_options import SearchOptions
 
@@ -219,7 +220,7 @@ class Translator:
 
     def search_ids(self, *args: Any, **kwargs: Any) -> list[list[Hypothesis]]:
         """The previous release's name of :meth:`search_tokens` (the module function
-        :func:`~adl.runtime.decode.search.search_ids` it calls has the name), kept one
+        :func:`~adl.runtime.decode.driver.search_ids` it calls has the name), kept one
         release."""
         warnings.warn(
             "Translator.search_ids is renamed search_tokens; the old name goes in the next release",

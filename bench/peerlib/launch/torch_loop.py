@@ -30,7 +30,8 @@ import torch
 from peerclock import Clock
 from torch import Tensor, nn
 
-from adl.runtime.decode.search import FullRecompute, SearchOptions, search_ids
+from adl.runtime.decode.driver import search_ids
+from adl.runtime.decode.search import FullRecompute, SearchOptions
 
 PAD, BOS, EOS = 0, 1, 2
 
