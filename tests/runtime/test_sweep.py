@@ -173,6 +173,53 @@ def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+def test_a_sigterm_to_the_sweep_stops_its_job_with_a_checkpoint(tmp_path):
+    """``kill PID`` of a local sweep (its process alone, not its group) stops the job it
+    runs as Ctrl-C does: the job saves a checkpoint and ends with the sweep, instead of
+    training on with no one to record its result; the run then resumes."""
+    spec = tiny_task(tmp_path / "task", steps=400, valid_every=10)
+    spec.write_text(spec.read_text().replace("seeds: [1, 2]", "seeds: [1]"))
+    out = tmp_path / "sweep"
+    run = RunDir(out / "ATT" / "seed-1")
+    child = subprocess.Popen(
+        adl_command("sweep", str(spec), "--out", str(out), "--jobs", "1", "--systems", "ATT"),
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not last_reaches(run, 10):  # the job trains and has saved a checkpoint
+            assert child.poll() is None, "the sweep ended before it could be stopped"
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        holder = json.loads((run.root / ".lock").read_text())["pid"]  # the job's process
+        assert holder != child.pid
+        child.send_signal(signal.SIGTERM)
+        printed, _ = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert "interrupted: runs under way saved a checkpoint" in printed, printed
+    deadline = time.monotonic() + 30
+    while True:  # the job's process ends too (os.kill(pid, 0) finds no such process)
+        try:
+            os.kill(holder, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, "the job trains on after its sweep ended"
+        time.sleep(0.1)
+    assert "interrupted at step" in (run.root / "train.log").read_text()
+    assert not (run.root / "result.json").exists()
+    assert {(r.system, r.state) for r in sweep.status(out).runs if r.system == "ATT"} == {
+        ("ATT", "stopped")
+    }
+    result = sweep.sweep(spec, out, systems=["ATT"], stream=io.StringIO())
+    assert result.ran == 1 and not result.failed and (run.root / "result.json").exists()
+
+
+@pytest.mark.slow
 def test_a_killed_sweep_finishes_without_training_twice(tmp_path):
     spec = tiny_task(tmp_path / "task", steps=200, valid_every=10)
     spec.write_text(spec.read_text().replace("seeds: [1, 2]", "seeds: [1]"))

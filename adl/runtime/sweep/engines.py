@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,8 @@ def run_local(jobs: Sequence[Job], workers: int, gpus: int, done: Done) -> None:
             free.put(i)
         for job in jobs:
             job.gpus = free
+    terms: list[int] = []  # SIGTERMs this process was sent
+    previous = _on_term(terms)
     try:
         with cf.ProcessPoolExecutor(
             workers, mp_context=context, initializer=_ignore_ctrl_c, **extra
@@ -64,10 +68,39 @@ def run_local(jobs: Sequence[Job], workers: int, gpus: int, done: Done) -> None:
             except KeyboardInterrupt:
                 for future in futures:
                     future.cancel()  # jobs not started yet; those running save a checkpoint
+                if terms:  # a Ctrl-C reaches the jobs from the terminal; a SIGTERM does not
+                    _signal_jobs(pool, signal.SIGTERM)
                 raise
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         if manager is not None:
             manager.shutdown()
+
+
+def _on_term(terms: list[int]) -> Any:
+    """A SIGTERM to the sweep's process ends it as Ctrl-C does (the handler before it is
+    returned, or None off the main thread): without it the sweep would die at once and leave
+    its jobs training on, with no one to record their results."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: Any) -> None:
+        terms.append(signum)
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _signal_jobs(pool: cf.ProcessPoolExecutor, sig: int) -> None:
+    """Send ``sig`` to the processes of ``pool`` that run a job (the training loop's handler:
+    finish the update, save a checkpoint, stop)."""
+    for process in list(getattr(pool, "_processes", {}).values()):
+        if process.is_alive() and process.pid is not None:
+            try:
+                os.kill(process.pid, sig)
+            except ProcessLookupError:
+                pass
 
 
 PRELOAD = ["adl.runtime.sweep.job", "adl.runtime.training.train", "adl.runtime.decode.bleu"]
