@@ -54,7 +54,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "--systems",
         metavar="A,B",
         help="train only these systems' runs (the seeds each gets decided as for the whole "
-        "spec); the table is the whole spec's",
+        "spec), or a regime's rows (BASE@1405); the table is the whole spec's",
     )
     p.add_argument(
         "--executor",

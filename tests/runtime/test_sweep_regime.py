@@ -14,6 +14,7 @@ import runtime_helpers  # noqa: F401  (puts bench/ on the path)
 from toy_task import write_reverse_pairs
 
 from adl.runtime import sweep
+from adl.runtime.errors import UserError
 from adl.runtime.sweep import results as res
 from adl.runtime.sweep.planning import load_plan, outcome_hashes, prepare_regime
 from adl.runtime.sweep.regime import make_subsamples, steps_for
@@ -139,6 +140,12 @@ def test_the_rate_search_comes_first_then_each_systems_curve(tmp_path):
     assert rows["RNN@100"].against == "ATT@100" and rows["ATT@100"].compare is False
     rnn = next(r for r in plan.runs if r.system == "RNN@200")
     assert rnn.config.optim.lr == 0.001 and rnn.config.train.max_steps == 40
+    # --systems takes a row too (a session that can train only the short runs picks them)
+    said = io.StringIO()
+    sweep.sweep(spec_path, out, check=True, stream=said, results=results, systems=["ATT@50"])
+    assert "only ATT@50 = 2 runs; 0 done, 2 to run" in said.getvalue(), said.getvalue()
+    with pytest.raises(UserError, match=r"no system 'ATT@7'.*rows so far: .*ATT@50"):
+        sweep.sweep(spec_path, out, check=True, results=results, systems=["ATT@7"])
 
 
 def test_a_trend_and_where_it_would_meet_the_papers_gap():

@@ -81,7 +81,7 @@ def sweep(
     if jobs < 1:
         raise UserError("--jobs must be at least 1")
     spec_obj, plan, kept = load_plan(spec, out, results)
-    only = _only(spec_obj, systems)
+    only = _only(spec_obj, systems, plan)
     if check:
         todo = _chosen(plan, plan.runs, only)
         how = None
@@ -297,18 +297,20 @@ def _run(
         raise
 
 
-def _only(spec: Spec, systems: Sequence[str] | None) -> set[str] | None:
+def _only(spec: Spec, systems: Sequence[str] | None, plan: Plan) -> set[str] | None:
     """The spec's systems whose runs ``systems`` asks for (a decoding variant: its trained
-    system), or None for all; a name the spec does not have is an error naming those it
-    has."""
+    system; a regime's row, such as ``BASE@1405``: that row alone), or None for all; a name
+    the spec does not have is an error naming those it has."""
     if systems is None:
         return None
     named = {s.name: s for s in spec.systems}
-    unknown = [n for n in systems if n not in named]
+    rows = [s.name for s in plan.spec.systems if s.of is not None]  # planned so far
+    unknown = [n for n in systems if n not in named and n not in rows]
     if unknown or not systems:
         which = f"no system {', '.join(map(repr, unknown))}" if unknown else "no --systems named"
-        raise UserError(f"{spec.name} has {which}: its systems are {', '.join(named)}")
-    return {named[n].decode_of or n for n in systems}
+        also = f"; its regime's rows so far: {', '.join(rows)}" if rows else ""
+        raise UserError(f"{spec.name} has {which}: its systems are {', '.join(named)}{also}")
+    return {named[n].decode_of or n if n in named else n for n in systems}
 
 
 def _to_run(
