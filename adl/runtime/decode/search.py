@@ -49,6 +49,12 @@ CHECK_EVERY_ACCELERATOR = 8
 DROP_SHARE = 0.25
 
 
+def _can_share_source(model) -> bool:
+    """Whether every source-reading layer of ``model`` reads only what it cached of the
+    source (``model.can_share_source()``; False for a model without the method)."""
+    return bool(getattr(model, "can_share_source", lambda: False)())
+
+
 def _limits(max_len: Tensor | int, b: int, device: torch.device) -> tuple[Tensor, int, int]:
     """(the per-row limit on the device, the largest and the smallest limit as Python
     ints)."""
@@ -83,7 +89,7 @@ def greedy(
     # after the first step, every source-reading layer reads only what it cached of the
     # source, where each can (the condition of a shared source): the encoder's outputs need
     # not follow the rows that stay (Memory.reorder's ``cached``)
-    cached = bool(getattr(model, "can_share_source", lambda: False)())
+    cached = _can_share_source(model)
     rows = torch.arange(b, device=device)  # original row of each row in the batch
     done = torch.zeros(b, dtype=torch.bool, device=device)
     tokens = torch.full((b,), BOS, dtype=torch.long, device=device)
@@ -177,7 +183,7 @@ def beam(
     # one row of the source a sentence, shared by its k hypotheses (Memory.shared_by), where
     # every source-reading layer can take it: no k copies to make at the first step and to
     # keep when sentences leave, and each sentence's queries attend to it at once
-    shared = k > 1 and bool(getattr(model, "can_share_source", lambda: False)())
+    shared = k > 1 and _can_share_source(model)
     rows = torch.arange(b, device=device)  # original sentence of each sentence in the batch
     done = torch.zeros(b, dtype=torch.bool, device=device)
     scores = torch.zeros(b, 1, device=device)  # (n, hypotheses a sentence)
