@@ -176,11 +176,11 @@ def test_sweep_writes_the_table_pictures_and_run_folders(tmp_path, monkeypatch):
 def test_a_sigterm_to_the_sweep_stops_its_job_with_a_checkpoint(tmp_path):
     """``kill PID`` of a local sweep (its process alone, not its group) stops the job it
     runs as Ctrl-C does: the job saves a checkpoint and ends with the sweep, instead of
-    training on with no one to record its result; the run then resumes."""
+    training on with no one to record its result, and the next job, which the pool has
+    already handed to its queue, does not start; the runs then resume."""
     spec = tiny_task(tmp_path / "task", steps=400, valid_every=10)
-    spec.write_text(spec.read_text().replace("seeds: [1, 2]", "seeds: [1]"))
     out = tmp_path / "sweep"
-    run = RunDir(out / "ATT" / "seed-1")
+    run, queued = RunDir(out / "ATT" / "seed-1"), out / "ATT" / "seed-2"
     child = subprocess.Popen(
         adl_command("sweep", str(spec), "--out", str(out), "--jobs", "1", "--systems", "ATT"),
         env=env(),
@@ -212,11 +212,14 @@ def test_a_sigterm_to_the_sweep_stops_its_job_with_a_checkpoint(tmp_path):
         time.sleep(0.1)
     assert "interrupted at step" in (run.root / "train.log").read_text()
     assert not (run.root / "result.json").exists()
-    assert {(r.system, r.state) for r in sweep.status(out).runs if r.system == "ATT"} == {
-        ("ATT", "stopped")
+    time.sleep(2)  # time for a queued job to start, were it to
+    assert not (queued / "train.log").exists()
+    assert {(r.seed, r.state) for r in sweep.status(out).runs if r.system == "ATT"} == {
+        (1, "stopped"),
+        (2, "pending"),
     }
     result = sweep.sweep(spec, out, systems=["ATT"], stream=io.StringIO())
-    assert result.ran == 1 and not result.failed and (run.root / "result.json").exists()
+    assert result.ran == 2 and not result.failed and (run.root / "result.json").exists()
 
 
 @pytest.mark.slow

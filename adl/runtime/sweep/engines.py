@@ -57,15 +57,19 @@ def run_local(jobs: Sequence[Job], workers: int, gpus: int, done: Done) -> None:
             job.gpus = free
     terms: list[int] = []  # SIGTERMs this process was sent
     previous = _on_term(terms)
+    # set when the sweep is stopped: a job the pool has already handed to its call queue
+    # (one beyond those running) cannot be cancelled, and starts nothing once it is set
+    stop = context.Event()
     try:
         with cf.ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_ignore_ctrl_c, **extra
+            workers, mp_context=context, initializer=_start_worker, initargs=(stop,), **extra
         ) as pool:
-            futures = {pool.submit(run_job, job): job for job in jobs}
+            futures = {pool.submit(_run_unless_stopped, job): job for job in jobs}
             try:
                 for future in cf.as_completed(futures):
                     done(futures[future], _outcome(future))
             except KeyboardInterrupt:
+                stop.set()
                 for future in futures:
                     future.cancel()  # jobs not started yet; those running save a checkpoint
                 if terms:  # a Ctrl-C reaches the jobs from the terminal; a SIGTERM does not
@@ -116,10 +120,23 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("spawn")
 
 
-def _ignore_ctrl_c() -> None:
+_STOP: Any = None  # in a job's process: the sweep's stop event (set when it is stopped)
+
+
+def _start_worker(stop: Any) -> None:
     """A job's process leaves Ctrl-C to the training loop, which installs its own handler
-    (finish the update, save a checkpoint, stop); outside training it goes on to the end."""
+    (finish the update, save a checkpoint, stop); outside training it goes on to the end.
+    It keeps the sweep's stop event (:func:`_run_unless_stopped`)."""
+    global _STOP
+    _STOP = stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run_unless_stopped(job: Job) -> dict[str, Any]:
+    """:func:`run_job`, unless the sweep was stopped before the job's process took it."""
+    if _STOP is not None and _STOP.is_set():
+        return {"ok": False, "state": "stopped", "error": "not started"}
+    return run_job(job)
 
 
 def _outcome(future: cf.Future) -> dict[str, Any]:
