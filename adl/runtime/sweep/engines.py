@@ -135,8 +135,13 @@ def _start_worker(stop: Any) -> None:
 def _run_unless_stopped(job: Job) -> dict[str, Any]:
     """:func:`run_job`, unless the sweep was stopped before the job's process took it."""
     if _STOP is not None and _STOP.is_set():
-        return {"ok": False, "state": "stopped", "error": "not started"}
+        return _not_started()
     return run_job(job)
+
+
+def _not_started() -> dict[str, Any]:
+    """The outcome of a job the sweep was stopped before (cancelled, or taken after the stop)."""
+    return {"ok": False, "state": "stopped", "error": "not started"}
 
 
 def _outcome(future: cf.Future) -> dict[str, Any]:
@@ -145,7 +150,7 @@ def _outcome(future: cf.Future) -> dict[str, Any]:
     except cf.process.BrokenProcessPool:
         return {"ok": False, "state": "failed", "error": "the job's process died (killed?)"}
     except cf.CancelledError:
-        return {"ok": False, "state": "stopped", "error": "not started"}
+        return _not_started()
     except Exception as exc:
         return {"ok": False, "state": "failed", "error": f"{type(exc).__name__}: {exc}"}
 
