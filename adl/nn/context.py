@@ -105,7 +105,9 @@ class JointLayout:
     source_length: int
     source_pad: Tensor  # (B, S)
 
-    def reorder(self, index: Tensor) -> JointLayout:
+    def reorder(self, index: Tensor, cached: bool = False) -> JointLayout:
+        """Keep batch rows ``index``. ``cached`` is :meth:`Memory.reorder`'s: a joint model
+        keeps no source apart from its stream, so its padding always follows the rows."""
         return JointLayout(self.source_length, self.source_pad.index_select(0, index))
 
 

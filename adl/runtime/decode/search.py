@@ -108,7 +108,7 @@ def greedy(
                 break
             finished = done.numel() - live.numel()
             if finished and finished >= DROP_SHARE * done.numel():  # drop finished rows
-                memory = memory.reorder(live, cached=True) if cached else memory.reorder(live)
+                memory = memory.reorder(live, cached=cached)
                 state.reorder(live)
                 tokens, rows, done, limit = (
                     x.index_select(0, live) for x in (tokens, rows, done, limit)
@@ -346,7 +346,9 @@ class FullRecompute:
         def __init__(self, src: Tensor, words: Tensor | None):
             self.src, self.words = src, words
 
-        def reorder(self, index: Tensor) -> FullRecompute.Rows:
+        def reorder(self, index: Tensor, cached: bool = False) -> FullRecompute.Rows:
+            """Keep batch rows ``index``; ``cached`` (:meth:`Memory.reorder`'s) changes
+            nothing: every step reads the whole source again."""
             words = None if self.words is None else self.words.index_select(0, index)
             return FullRecompute.Rows(self.src.index_select(0, index), words)
 
