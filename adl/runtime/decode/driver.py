@@ -1,23 +1,13 @@
 """The search over many sentences: sorted by length, cut into batches, each searched by
 :func:`~adl.runtime.decode.search.greedy` or :func:`~adl.runtime.decode.search.beam`,
-by one worker or several (processes forked from this one on a CPU, threads elsewhere,
-sharing torch's CPU threads)."""
+by one worker or several (threads that share torch's CPU threads)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import (
-    Executor,
-    Future,
-    ProcessPoolExecutor,
-    ThreadPoolExecutor,
-    as_completed,
-)
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
-from dataclasses import dataclass
-from multiprocessing import get_all_start_methods, get_context
-from typing import Any
 
 import torch
 
@@ -41,16 +31,17 @@ def search_ids(
     ``cap`` (the model's target positions).
 
     The sentences are sorted by length and cut into batches of at most ``max_tokens``
-    source tokens x beam; ``options.workers`` workers search the batches at once
-    (:func:`worker_pool`: processes on a CPU, threads elsewhere; the same batches as one
-    worker), the calling thread only waiting (it runs no operator: see
-    :func:`loading_for`)."""
+    source tokens x beam; ``options.workers`` threads search the batches at once
+    (:func:`worker_pool`; the same batches as one worker), the calling thread only waiting
+    (it runs no operator: see :func:`loading_for`)."""
     results: list[list[Hypothesis]] = [[Hypothesis([], 0.0, 0.0)] for _ in src_ids]
     todo = [i for i in range(len(src_ids)) if len(src_ids[i])]
     order = sorted(todo, key=lambda i: len(src_ids[i]))
     chunks = batches(src_ids, order, options)
     done = len(src_ids) - len(todo)
-    job = _Job(model, tokenizers, src_ids, options, device, cap)
+
+    def run(chunk: list[int]) -> list[list[Hypothesis]]:
+        return search_batch(model, tokenizers, [src_ids[i] for i in chunk], options, device, cap)
 
     def finish(chunk: list[int], found: list[list[Hypothesis]]) -> None:
         nonlocal done
@@ -62,13 +53,15 @@ def search_ids(
 
     if options.workers == 1:
         for chunk in chunks:
-            finish(chunk, job.search(chunk))
+            finish(chunk, run(chunk))
         return results
-    # the costliest batches first (rows x steps), so that no worker is left with a long
+    # the costliest batches first (rows x steps), so that no thread is left with a long
     # one at the end
     cost = lambda chunk: len(chunk) * max(len(src_ids[i]) for i in chunk)
-    with worker_pool(options.workers, job) as submit:
-        futures = {submit(chunk): chunk for chunk in sorted(chunks, key=cost, reverse=True)}
+    with worker_pool(options.workers) as pool:
+        futures = {
+            pool.submit(run, chunk): chunk for chunk in sorted(chunks, key=cost, reverse=True)
+        }
         for future in as_completed(futures):
             finish(futures[future], future.result())
     return results
@@ -117,78 +110,18 @@ def search_batch(
     )
 
 
-@dataclass(frozen=True)
-class _Job:
-    """What every worker of one :func:`search_ids` call searches with."""
-
-    model: Any
-    tokenizers: Any
-    src_ids: Sequence[Sequence[int]]
-    options: SearchOptions
-    device: torch.device | str
-    cap: int | None
-
-    def search(self, chunk: list[int]) -> list[list[Hypothesis]]:
-        """The batch of sentences ``chunk`` (indices into ``src_ids``)."""
-        sentences = [self.src_ids[i] for i in chunk]
-        return search_batch(
-            self.model, self.tokenizers, sentences, self.options, self.device, self.cap
-        )
-
-
-_job: _Job | None = None  # a worker process's job (set by _adopt, from the fork)
-
-
-def _adopt(job: _Job, threads: int) -> None:
-    """A worker process's start: its torch threads, and the job it inherited."""
-    global _job
-    torch.set_num_threads(threads)
-    _job = job
-
-
-def _search_chunk(chunk: list[int]) -> list[list[Hypothesis]]:
-    """One batch searched in a worker process (the sentences ``chunk`` of its job)."""
-    assert _job is not None, "a worker process searches only after _adopt"
-    return _job.search(chunk)
-
-
-def forks_workers(device: torch.device | str, threads: int) -> bool:
-    """Whether the workers of a search on ``device``, ``threads`` torch threads each, are
-    processes forked from this one rather than threads: on a CPU with one thread each,
-    where the platform can fork. A process forked after this one ran a parallel operator
-    deadlocks in its own first one (GNU OpenMP's team does not survive a fork); on one
-    thread it runs none. A GPU's workers are threads (one stream)."""
-    return torch.device(device).type == "cpu" and threads == 1 and "fork" in get_all_start_methods()
-
-
 @contextmanager
-def worker_pool(workers: int, job: _Job) -> Iterator[Callable[[list[int]], Future]]:
-    """``submit(chunk)``: one of ``workers`` workers searches that batch of ``job``'s
-    sentences (the future's result: :meth:`_Job.search`'s). Each has
-    ``torch.get_num_threads() // workers`` of the process's torch threads (at least one).
-    A decoding step is many small operators, most too small to gain from a second thread,
-    so two searches on one thread each get through more sentences than one on two
-    (bench/inference.py --workers measures it).
-
-    With one thread each on a CPU (as many workers as threads or more) the workers are
-    processes forked from this one (:func:`forks_workers`): each inherits the model (its
-    weights shared, copy on write) and runs its operators, Python's included, apart from
-    the others. Threads of one process take turns at the interpreter lock between
-    operators, and a beam's step is a few hundred small ones (docs/performance.md,
-    "Inference engines"). Otherwise they are threads, and torch's threads are set back
-    after."""
+def worker_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
+    """``workers`` threads that share the process's torch threads: each runs its operators
+    on ``torch.get_num_threads() // workers`` of them (at least one). A decoding step is
+    many small operators, most too small to gain from a second thread, so two searches on
+    one thread each get through more sentences than one on two (bench/inference.py
+    --workers measures it). Torch's threads are set back after."""
     total = torch.get_num_threads()
     each = max(1, total // workers)
-    pool: Executor
-    work: Callable[[list[int]], list[list[Hypothesis]]]
-    if forks_workers(job.device, each):
-        pool = ProcessPoolExecutor(workers, get_context("fork"), _adopt, (job, each))
-        work = _search_chunk  # the job inherited by the fork
-    else:
-        pool = ThreadPoolExecutor(workers, "adl-search", torch.set_num_threads, (each,))
-        work = job.search
+    pool = ThreadPoolExecutor(workers, "adl-search", torch.set_num_threads, (each,))
     try:
-        yield lambda chunk: pool.submit(work, chunk)
+        yield pool
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         torch.set_num_threads(total)  # what threads made from now on start with
