@@ -9,9 +9,11 @@ intervals), so that no verdict word is written by hand::
     <!-- end of peers pairs -->
 
 the verdicts of several corpora in one table (``<!-- peers summary FOLDER FOLDER ... -->``
-... ``<!-- end of peers summary -->``), and the history of test-set scorings from the ledger
+... ``<!-- end of peers summary -->``), the history of test-set scorings from the ledger
 (``<!-- peers ledger docs/results/peers/ledger.jsonl -->`` ... ``<!-- end of peers ledger
--->``, ``ledger.history_markdown``).
+-->``, ``ledger.history_markdown``), and a recipe search pooled over its tuning corpora
+(``<!-- peers recipes FOLDER/recipes.json FOLDER/recipes.json -->`` ... ``<!-- end of peers
+recipes -->``, ``tune.pooled_markdown``).
 
 ``python bench/peers.py --update-doc docs/performance.md`` rewrites them; a test checks that
 they are up to date.
@@ -25,11 +27,11 @@ from pathlib import Path
 
 from adl.runtime.docblocks import pattern, rewrite
 
-from . import table
+from . import table, tune
 from .ledger import Ledger, history_markdown
 from .stats import pair_of
 
-BLOCK = pattern("peers (?P<kind>pairs|summary|ledger)", "[^>]+?", "peers (?P=kind)")
+BLOCK = pattern("peers (?P<kind>pairs|summary|ledger|recipes)", "[^>]+?", "peers (?P=kind)")
 LABELS = {"sockeye": "Sockeye 3.1.34", "fairseq": "fairseq 0.12.3", "torch": "torch"}
 
 
@@ -75,6 +77,9 @@ def update_doc(path: Path, root: Path, write: bool = True) -> list[str]:
             return history_markdown(Ledger(folders[0], root).lines())
         if m["kind"] == "pairs":
             return pairs_markdown(folders[0])
+        if m["kind"] == "recipes":
+            labels = {"adl": "ADL", **LABELS}
+            return "\n".join(tune.pooled_markdown(tune.pool(*folders), labels)) + "\n"
         return summary_markdown(folders)
 
     return rewrite(path, BLOCK, fill, write)
