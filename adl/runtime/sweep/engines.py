@@ -60,9 +60,11 @@ def run_local(jobs: Sequence[Job], workers: int, gpus: int, done: Done) -> None:
     # set when the sweep is stopped: a job the pool has already handed to its call queue
     # (one beyond those running) cannot be cancelled, and starts nothing once it is set
     stop = context.Event()
+    # set when a SIGTERM stopped the sweep: each job's process passes it on to itself
+    term = context.Event()
     try:
         with cf.ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_start_worker, initargs=(stop,), **extra
+            workers, mp_context=context, initializer=_start_worker, initargs=(stop, term), **extra
         ) as pool:
             futures = {pool.submit(_run_unless_stopped, job): job for job in jobs}
             try:
@@ -73,7 +75,7 @@ def run_local(jobs: Sequence[Job], workers: int, gpus: int, done: Done) -> None:
                 for future in futures:
                     future.cancel()  # jobs not started yet; those running save a checkpoint
                 if terms:  # a Ctrl-C reaches the jobs from the terminal; a SIGTERM does not
-                    _signal_jobs(pool, signal.SIGTERM)
+                    term.set()
                 raise
     finally:
         if previous is not None:
@@ -96,17 +98,6 @@ def _on_term(terms: list[int]) -> Any:
     return signal.signal(signal.SIGTERM, handler)
 
 
-def _signal_jobs(pool: cf.ProcessPoolExecutor, sig: int) -> None:
-    """Send ``sig`` to the processes of ``pool`` that run a job (the training loop's handler:
-    finish the update, save a checkpoint, stop)."""
-    for process in list(getattr(pool, "_processes", {}).values()):
-        if process.is_alive() and process.pid is not None:
-            try:
-                os.kill(process.pid, sig)
-            except ProcessLookupError:
-                pass
-
-
 PRELOAD = ["adl.runtime.sweep.job", "adl.runtime.training.train", "adl.runtime.decode.bleu"]
 
 
@@ -121,21 +112,35 @@ def _context() -> multiprocessing.context.BaseContext:
 
 
 _STOP: Any = None  # in a job's process: the sweep's stop event (set when it is stopped)
+_RUNNING = False  # in a job's process: whether it has taken its job
 
 
-def _start_worker(stop: Any) -> None:
+def _start_worker(stop: Any, term: Any) -> None:
     """A job's process leaves Ctrl-C to the training loop, which installs its own handler
     (finish the update, save a checkpoint, stop); outside training it goes on to the end.
-    It keeps the sweep's stop event (:func:`_run_unless_stopped`)."""
+    It keeps the sweep's stop event (:func:`_run_unless_stopped`), and a thread of it waits
+    for the sweep's SIGTERM (:func:`_pass_on_term`)."""
     global _STOP
     _STOP = stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_pass_on_term, args=(term,), name="adl-sweep-term", daemon=True).start()
+
+
+def _pass_on_term(term: Any) -> None:
+    """Once the sweep is stopped by a SIGTERM, send one to this process if it runs a job:
+    the training loop's handler finishes the update, saves a checkpoint and stops (a
+    Ctrl-C needs none of this: the terminal sends it to every process of the group)."""
+    term.wait()
+    if _RUNNING:
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _run_unless_stopped(job: Job) -> dict[str, Any]:
     """:func:`run_job`, unless the sweep was stopped before the job's process took it."""
+    global _RUNNING
     if _STOP is not None and _STOP.is_set():
         return _not_started()
+    _RUNNING = True
     return run_job(job)
 
 
