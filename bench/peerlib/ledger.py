@@ -112,22 +112,32 @@ class Ledger:
 def history_markdown(lines: list[dict]) -> str:
     """The scoring history's table (docs/performance.md): a row per scoring, the
     benchmark's jobs of one corpus, stage and protocol in one row (their dates, commits
-    and count)."""
+    and count; lines without a protocol, in one row while what they scored is the same)."""
     rows: list[dict] = []
     for line in lines:
         last = rows[-1] if rows else None
-        same = ("corpus", "stage", "protocol_sha256", "what")
+        same = ("corpus", "stage", "protocol_sha256")
         if (
             last is not None
             and not line.get("reconstructed")
             and not last.get("reconstructed")
             and all(last[k] == line.get(k) for k in same)
+            and (line.get("protocol_sha256") or last["what"] == line.get("what"))
         ):
             last["dates"].append(line["date"][:10])
             last["commits"].append(line["commit"])
+            last["whats"].append(line["what"])
             last["n"] += 1
             continue
-        rows.append({**line, "dates": [line["date"][:10]], "commits": [line["commit"]], "n": 1})
+        rows.append(
+            {
+                **line,
+                "dates": [line["date"][:10]],
+                "commits": [line["commit"]],
+                "whats": [line["what"]],
+                "n": 1,
+            }
+        )
     head = ["corpus", "date", "commit", "protocol", "what was scored", "what had changed"]
     head.append("result")
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -139,7 +149,11 @@ def history_markdown(lines: list[dict]) -> str:
             f" and {len(commits) - 3} more" if len(commits) > 3 else ""
         )
         protocol = (r.get("protocol_sha256") or "none")[:12]
-        what = r["what"] + (f" ({r['n']} runs)" if r["n"] > 1 else "")
+        # a protocol's runs of one stage: the peers' lines add their own practice to ADL's
+        whats = list(dict.fromkeys(r["whats"]))
+        longest = max(whats, key=len)
+        what = longest if all(w in longest for w in whats) else "; ".join(whats)
+        what += f" ({r['n']} runs)" if r["n"] > 1 else ""
         if r.get("rescore_reason"):
             what += f"; scored again because: {r['rescore_reason']}"
         cells = [r["corpus"], date, commit, protocol, what, r.get("changed", "–")]
