@@ -225,9 +225,8 @@ def run(o: Options, say=print) -> dict | None:
     if o.protocol:
         f.about = {"protocol": o.protocol}
     if len(o.recipes) > 1:
-        labels = {n: systems.SYSTEMS[n].label for n in pooled if n in systems.SYSTEMS}
         say(f"recipes pooled over {len(o.recipes)} searches (per-corpus means → mean):")
-        say("\n".join(tune.pooled_markdown(pooled, labels)))
+        say("\n".join(tune.pooled_markdown(pooled, systems.labels(pooled))))
     names = ["adl", *o.peers]
     for name in names if chosen else []:
         found = tune.cell_name(chosen[name]) if name in chosen else "the preset's (not searched)"

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from adl.runtime.docblocks import pattern, rewrite
 
-from . import table, tune
+from . import systems, table, tune
 from .ledger import Ledger, history_markdown
 from .stats import pair_of
 
@@ -78,8 +78,8 @@ def update_doc(path: Path, root: Path, write: bool = True) -> list[str]:
         if m["kind"] == "pairs":
             return pairs_markdown(folders[0])
         if m["kind"] == "recipes":
-            labels = {"adl": "ADL", **LABELS}
-            return "\n".join(tune.pooled_markdown(tune.pool(*folders), labels)) + "\n"
+            pooled = tune.pool(*folders)
+            return "\n".join(tune.pooled_markdown(pooled, systems.labels(pooled))) + "\n"
         return summary_markdown(folders)
 
     return rewrite(path, BLOCK, fill, write)

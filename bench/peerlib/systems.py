@@ -110,6 +110,11 @@ class TorchLoop(System):
 SYSTEMS: dict[str, type[System]] = {s.name: s for s in (ADL, Sockeye, Fairseq, TorchLoop)}
 
 
+def labels(names) -> dict[str, str]:
+    """name -> the label a table shows, for each of ``names`` that is a system here."""
+    return {n: SYSTEMS[n].label for n in names if n in SYSTEMS}
+
+
 def make(
     name: str, recipe: Recipe, data: Data, out: Path, device: str, venv: Path | None = None
 ) -> System:
