@@ -112,7 +112,7 @@ def _context() -> multiprocessing.context.BaseContext:
 
 
 _STOP: Any = None  # in a job's process: the sweep's stop event (set when it is stopped)
-_RUNNING = False  # in a job's process: whether it has taken its job
+_RUNNING = False  # in a job's process: whether its job is running
 
 
 def _start_worker(stop: Any, term: Any) -> None:
@@ -141,7 +141,10 @@ def _run_unless_stopped(job: Job) -> dict[str, Any]:
     if _STOP is not None and _STOP.is_set():
         return _not_started()
     _RUNNING = True
-    return run_job(job)
+    try:
+        return run_job(job)
+    finally:
+        _RUNNING = False
 
 
 def _not_started() -> dict[str, Any]:
