@@ -197,7 +197,13 @@ def test_two_workers_a_kill_and_a_restart_train_no_finished_trial_twice(tmp_path
             running = _training(trials, _starts(out))
             # both workers hold trials: the spawned one starts seconds after the search's own
             # (it imports torch), and a loaded machine can finish a trial before then
-            pids_before = {t.user_attrs["pid"] for t in trials if "pid" in t.user_attrs}
+            # (a WAITING trial is a worker's announcement of its next one: a worker of the
+            # restart may take it and write its own pid)
+            pids_before = {
+                t.user_attrs["pid"]
+                for t in trials
+                if "pid" in t.user_attrs and t.state != optuna.trial.TrialState.WAITING
+            }
             if finished and running and len(pids_before) == 2:
                 break
             time.sleep(1)
