@@ -263,3 +263,64 @@ def test_a_tuning_corpus_recipes_file_holds_its_committed_and_new_cells(recipe, 
     pooled = tune.pool(*files)  # (20 + 1) / 2 = 10.5 against ADL's committed 14.05
     assert pooled["adl"]["settings"] == {"dropout": 0.0, "lr": 0.002, "warmup": 300}
     assert pooled["adl"]["score"] == pytest.approx(14.046, abs=1e-3)
+
+
+def test_a_protocol_stage_row_of_the_history_counts_the_stage_verdicts_once_its_results_exist(
+    tmp_path,
+):
+    from peerlib import docs
+
+    (tmp_path / "bench" / "protocols").mkdir(parents=True)
+    (tmp_path / "bench" / "protocols" / "fresh.yaml").write_bytes(FRESH.read_bytes())
+    fresh = protocol.load(tmp_path / "bench" / "protocols" / "fresh.yaml", tmp_path)
+    line = {
+        "date": "2026-11-30T07:40:27+00:00",
+        "commit": "112da99cf69c",
+        "corpus": "ding-de-en",
+        "test_sha256": "3" * 64,
+        "protocol": "bench/protocols/fresh.yaml",
+        "protocol_sha256": fresh.sha256,
+        "stage": "10min",
+        "what": "10 min, greedy",
+        "system": "adl",
+        "seed": 1,
+    }
+    assert docs.stage_verdicts(line, tmp_path) is None  # the stage has no results yet
+    committed = ROOT / "docs" / "results" / "peers" / "fresh" / "10min" / "ding-de-en"
+    template = json.loads((committed / "results.json").read_text(encoding="utf-8"))["pairs"][0]
+
+    def pair(peer, beam, low, high):
+        interval = {**template["bleu_interval"], "low": low, "high": high}
+        tie = {**template["chrf_interval"], "low": -1.0, "high": 1.0}
+        return {
+            **template,
+            "peer": peer,
+            "beam": beam,
+            "bleu_interval": interval,
+            "chrf_interval": tie,
+        }
+
+    folder = tmp_path / fresh.results("10min", "ding-de-en")
+    folder.mkdir(parents=True)
+    pairs = [
+        pair("fairseq", 1, 0.5, 1.5),  # ADL ahead
+        pair("fairseq", 4, -1.0, 1.0),  # tie
+        pair("sockeye", 1, -2.0, -1.0),  # the peer ahead
+    ]
+    record = {"protocol": fresh.about("10min"), "pairs": pairs}
+    (folder / "results.json").write_text(json.dumps(record), encoding="utf-8")
+    said = docs.stage_verdicts(line, tmp_path)
+    assert said == (
+        "against fairseq 0.12.3 (2 comparisons): BLEU ADL ahead 1, tie 1; chrF tie 2; "
+        "against Sockeye 3.1.34 (1 comparison): BLEU peer ahead 1; chrF tie 1"
+    )
+    md = ledger.history_markdown([line], lambda row: docs.stage_verdicts(row, tmp_path))
+    assert md.splitlines()[-1].endswith(said.replace("|", "/") + " |")
+    # results of another protocol, or a line of a protocol file that has changed since: none
+    (folder / "results.json").write_text(
+        json.dumps({**record, "protocol": {**record["protocol"], "sha256": "f" * 64}}),
+        encoding="utf-8",
+    )
+    assert docs.stage_verdicts(line, tmp_path) is None
+    (folder / "results.json").write_text(json.dumps(record), encoding="utf-8")
+    assert docs.stage_verdicts({**line, "protocol_sha256": "e" * 64}, tmp_path) is None

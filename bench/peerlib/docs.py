@@ -27,7 +27,7 @@ from pathlib import Path
 
 from adl.runtime.docblocks import pattern, rewrite
 
-from . import systems, table, tune
+from . import protocol, systems, table, tune
 from .ledger import Ledger, history_markdown
 from .stats import pair_of
 
@@ -67,6 +67,40 @@ def summary_markdown(folders: list[Path]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def stage_verdicts(line: dict, root: Path) -> str | None:
+    """The verdicts of a protocol's stage on a corpus, counted over its comparisons (each
+    peer's model by the common rule and by its own practices, in each search), from the
+    stage's committed results.json; None while the stage has none (it writes it when its
+    last round is done) or when the protocol file is no longer the one the line names."""
+    file = line.get("protocol")
+    if not file or not line.get("stage") or not (root / file).is_file():
+        return None
+    spec = protocol.load(root / file, root)
+    if spec.sha256 != line.get("protocol_sha256"):
+        return None
+    record_file = root / spec.results(line["stage"], line["corpus"]) / "results.json"
+    if not record_file.is_file():
+        return None
+    record = json.loads(record_file.read_text(encoding="utf-8"))
+    if record.get("protocol", {}).get("sha256") != spec.sha256:
+        return None
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    for p in map(pair_of, record.get("pairs", [])):
+        for metric, word in (("BLEU", p.bleu_verdict), ("chrF", p.chrf_verdict)):
+            words = counts.setdefault(p.peer, {}).setdefault(metric, {})
+            words[word] = words.get(word, 0) + 1
+    parts = []
+    for peer, metrics in counts.items():
+        n = sum(metrics["BLEU"].values())
+        said = "; ".join(
+            f"{metric} " + ", ".join(f"{w} {c}" for w, c in sorted(words.items()))
+            for metric, words in metrics.items()
+        )
+        noun = "comparison" if n == 1 else "comparisons"
+        parts.append(f"against {LABELS.get(peer, peer)} ({n} {noun}): {said}")
+    return "; ".join(parts) if parts else None
+
+
 def update_doc(path: Path, root: Path, write: bool = True) -> list[str]:
     """Rewrite every peers block of ``path`` (folders relative to ``root``); returns the
     folders whose block changed (``write=False``: a check, nothing written)."""
@@ -74,7 +108,8 @@ def update_doc(path: Path, root: Path, write: bool = True) -> list[str]:
     def fill(m: re.Match[str]) -> str:
         folders = [root / f for f in m["args"].split()]
         if m["kind"] == "ledger":
-            return history_markdown(Ledger(folders[0], root).lines())
+            lines = Ledger(folders[0], root).lines()
+            return history_markdown(lines, lambda row: stage_verdicts(row, root))
         if m["kind"] == "pairs":
             return pairs_markdown(folders[0])
         if m["kind"] == "recipes":

@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime
 import json
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,10 +110,12 @@ class Ledger:
         return line
 
 
-def history_markdown(lines: list[dict]) -> str:
+def history_markdown(lines: list[dict], result: Callable[[dict], str | None] | None = None) -> str:
     """The scoring history's table (docs/performance.md): a row per scoring, the
     benchmark's jobs of one corpus, stage and protocol in one row (their dates, commits
-    and count; lines without a protocol, in one row while what they scored is the same)."""
+    and count; lines without a protocol, in one row while what they scored is the same).
+    ``result``: a row's result where its lines give none (a protocol's stage: its verdicts,
+    from the stage's committed results), or None while there is none yet."""
     rows: list[dict] = []
     for line in lines:
         last = rows[-1] if rows else None
@@ -157,6 +160,7 @@ def history_markdown(lines: list[dict]) -> str:
         if r.get("rescore_reason"):
             what += f"; scored again because: {r['rescore_reason']}"
         cells = [r["corpus"], date, commit, protocol, what, r.get("changed", "–")]
-        cells.append(r.get("result", "–"))
+        found = r.get("result") or (result(r) if result is not None else None)
+        cells.append(found or "–")
         out.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     return "\n".join(out) + "\n"
