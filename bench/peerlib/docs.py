@@ -32,7 +32,8 @@ from .ledger import Ledger, history_markdown
 from .stats import pair_of
 
 BLOCK = pattern("peers (?P<kind>pairs|summary|ledger|recipes)", "[^>]+?", "peers (?P=kind)")
-LABELS = {"sockeye": "Sockeye 3.1.34", "fairseq": "fairseq 0.12.3", "torch": "torch"}
+# the systems' own labels (their versions in one place), the torch loop shown by its name
+LABELS = {**systems.labels(systems.SYSTEMS), "torch": "torch"}
 
 
 def pairs_markdown(folder: Path) -> str:
