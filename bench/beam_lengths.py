@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def criterion(score: float, length: int, penalty: str, alpha: float) -> float:
     """The score the search ranks finished hypotheses by (length: pieces, eos included)."""
-    from adl.runtime.decode.search import length_penalty
+    from adl.runtime.decode.hypotheses import length_penalty
 
     return score / length_penalty(length, penalty, alpha)
 

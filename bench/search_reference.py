@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from adl.runtime.data.tokenizer import BOS, EOS, PAD
-from adl.runtime.decode.search import Hypothesis, length_penalty
+from adl.runtime.decode.hypotheses import Hypothesis, length_penalty
 
 
 @torch.no_grad()

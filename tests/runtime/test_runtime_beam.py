@@ -10,14 +10,8 @@ from runtime_helpers import DEC, ENC
 
 import adl
 from adl.runtime.data.tokenizer import BOS, EOS, PAD
-from adl.runtime.decode.search import (
-    FullRecompute,
-    Hypothesis,
-    beam,
-    greedy,
-    length_penalty,
-    pad_batch,
-)
+from adl.runtime.decode.hypotheses import Hypothesis, length_penalty
+from adl.runtime.decode.search import FullRecompute, beam, greedy, pad_batch
 
 FAMILIES = {
     "transformer": (ENC, DEC),

@@ -119,3 +119,18 @@ def test_a_failing_batch_fails_the_search_with_workers():
     options = SearchOptions(beam=1, max_tokens=4, workers=2)
     with pytest.raises(RuntimeError, match="refused"):
         search_ids(Broken(), None, [[5, 6], [7], [8, 9, 10]], options)
+
+
+def test_the_host_beam_puts_continuations_in_the_rows_the_device_search_does():
+    from adl.runtime.decode.host_beam import in_place_rows
+    from adl.runtime.decode.search import in_place
+
+    g = torch.Generator().manual_seed(4)
+    for k in (1, 2, 5):
+        parent = torch.randint(0, k, (300, k), generator=g)
+        live = torch.randint(1, k + 1, (300,), generator=g)  # the first `live` go on
+        dead = torch.arange(k).expand(300, k) >= live.unsqueeze(1)
+        places = in_place(parent, dead).tolist()
+        for n in range(300):
+            alive = parent[n, : int(live[n])].tolist()
+            assert in_place_rows(alive, k) == places[n]

@@ -10,7 +10,7 @@ from conftest import run_cli
 from adl.cli import parser
 from adl.runtime.config import TrainConfig
 from adl.runtime.decode.ct2_translator import Ct2Translator
-from adl.runtime.decode.search import Hypothesis
+from adl.runtime.decode.hypotheses import Hypothesis
 from adl.runtime.decode.translator import Translator
 from adl.runtime.errors import ConfigError
 from adl.runtime.search_options import DEFAULTS, RENAMED, SearchOptions

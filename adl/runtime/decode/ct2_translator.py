@@ -74,7 +74,7 @@ class Ct2Translator:
         return cls(Path(path), str(device), compute_type)
 
     def search(self, lines: Sequence[str], options: SearchOptions, warn=None, numbers=None):
-        from adl.runtime.decode.search import Hypothesis
+        from adl.runtime.decode.hypotheses import Hypothesis
 
         sp_src, sp_tgt = self.tokenizers.src, self.tokenizers.tgt
         pieces = [sp_src.encode(line, out_type=str) if line.strip() else [] for line in lines]

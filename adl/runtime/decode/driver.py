@@ -11,7 +11,8 @@ from contextlib import contextmanager
 
 import torch
 
-from adl.runtime.decode.search import Hypothesis, beam, greedy, pad_batch
+from adl.runtime.decode.hypotheses import Hypothesis
+from adl.runtime.decode.search import beam, greedy, pad_batch
 from adl.runtime.search_options import SearchOptions
 
 

@@ -10,13 +10,14 @@ door to a trained model).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from adl.runtime.data.tokenizer import BOS, EOS, PAD
+from adl.runtime.decode.host_beam import beam_on_host, follow
+from adl.runtime.decode.hypotheses import Hypothesis, length_penalty, ranked
 from adl.runtime.search_options import SearchOptions  # noqa: F401 (imported from here: sweep, bench)
 
 
@@ -116,28 +117,6 @@ def greedy(
     return [[tok for tok in row if tok != PAD] for row in out.tolist()]
 
 
-@dataclass(frozen=True)
-class Hypothesis:
-    """One translation: its tokens (no bos/eos), the model's log-probability of them and of
-    the final eos, and that score with the length penalty (what the search ranks by)."""
-
-    tokens: list[int]
-    score: float
-    normalized: float
-
-
-def length_penalty(length: int, kind: str = "fairseq", alpha: float = 1.0) -> float:
-    """The divisor of a hypothesis' log-probability. ``fairseq``: length^α; ``gnmt``
-    (Wu et al. 2016): ((5 + length) / 6)^α; ``none``: 1. ``length`` counts the eos."""
-    if kind == "none" or alpha == 0:
-        return 1.0
-    if kind == "fairseq":
-        return float(length) ** alpha
-    if kind == "gnmt":
-        return ((5.0 + length) / 6.0) ** alpha
-    raise ValueError(f"unknown length penalty {kind!r}: fairseq, gnmt or none")
-
-
 @torch.no_grad()
 def beam(
     model,
@@ -164,26 +143,28 @@ def beam(
     (:meth:`Memory.shared_by <adl.nn.context.Memory.shared_by>`): nothing to copy k times,
     nor to move but a sentence's row when sentences leave.
 
-    All of it is tensor operations on the device: the live hypotheses (n, k) with their
-    prefixes, and the finished ones in per-sentence slots in the order they finished. The
-    host looks at which sentences are done every ``every`` steps (:func:`check_every`) to
-    stop and to drop them from the batch, and reads the hypotheses once at the end.
-
     Where the host looks every step (``every`` 1, a CPU's default: reading is free there),
-    a step skips what cannot change anything in it: the finished hypotheses' bookkeeping
-    when no candidate ends, the length limit's mask before any sentence reaches its limit
-    (the smallest limit is known on the host)."""
+    the bookkeeping after each step's top-k is the host's
+    (:func:`~adl.runtime.decode.host_beam.beam_on_host`: the same search). Elsewhere all of
+    it is tensor operations on the device: the live hypotheses (n, k) with their prefixes,
+    and the finished ones in per-sentence slots in the order they finished. The host looks
+    at which sentences are done every ``every`` steps (:func:`check_every`) to stop and to
+    drop them from the batch, and reads the hypotheses once at the end."""
     length_penalty(1, penalty, alpha)  # an unknown penalty fails before any work
     b, k, device = src.size(0), size, src.device
     limit, longest, shortest = _limits(max_len, b, device)
     every = check_every(device, every)
+    shared = k > 1 and _can_share_source(model)
+    if every == 1:
+        limits = limit.tolist()
+        return beam_on_host(model, src, k, src_words, limits, penalty, alpha, nbest, shared)
     # the first step scores one row a sentence (its one hypothesis, bos); the k rows a
     # sentence that the steps after it score are made by that step's reorder
     memory, state = model.start(src, src_words)
-    # one row of the source a sentence, shared by its k hypotheses (Memory.shared_by), where
-    # every source-reading layer can take it: no k copies to make at the first step and to
-    # keep when sentences leave, and each sentence's queries attend to it at once
-    shared = k > 1 and _can_share_source(model)
+    # ``shared``: one row of the source a sentence, shared by its k hypotheses
+    # (Memory.shared_by), where every source-reading layer can take it: no k copies to make
+    # at the first step and to keep when sentences leave, and each sentence's queries attend
+    # to it at once
     rows = torch.arange(b, device=device)  # original sentence of each sentence in the batch
     done = torch.zeros(b, dtype=torch.bool, device=device)
     scores = torch.zeros(b, 1, device=device)  # (n, hypotheses a sentence)
@@ -221,17 +202,16 @@ def beam(
 
         # eos among the best k candidates: finished, while the sentence has room
         ends = is_eos & real & first_k & ~done.unsqueeze(1)
-        if every > 1 or bool(ends.any()):
-            slot = fin_count[rows].unsqueeze(1) + ends.long().cumsum(1) - 1
-            ends &= slot < k
-            slot = torch.where(ends, slot, k)  # the spare slot for the rest
-            where = (rows.unsqueeze(1).expand(n, width), slot)
-            fin_score[where] = best
-            fin_len[where] = t
-            if t:
-                ended = prefix.gather(1, beam_i.unsqueeze(2).expand(n, width, t))  # (n, 2k, t)
-                fin_tokens[where[0], where[1], :t] = ended
-            fin_count.index_add_(0, rows, ends.sum(1))
+        slot = fin_count[rows].unsqueeze(1) + ends.long().cumsum(1) - 1
+        ends &= slot < k
+        slot = torch.where(ends, slot, k)  # the spare slot for the rest
+        where = (rows.unsqueeze(1).expand(n, width), slot)
+        fin_score[where] = best
+        fin_len[where] = t
+        if t:
+            ended = prefix.gather(1, beam_i.unsqueeze(2).expand(n, width, t))  # (n, 2k, t)
+            fin_tokens[where[0], where[1], :t] = ended
+        fin_count.index_add_(0, rows, ends.sum(1))
 
         # the best k candidates that do not end go on (rank order); fewer than k: the best
         # repeated with score -inf
@@ -266,20 +246,8 @@ def beam(
                 scores, prefix, rows, done, limit = (
                     x.index_select(0, live) for x in (scores, prefix, rows, done, limit)
                 )
-        # within a sentence every row has its source; where the host reads every step, the
-        # prefixes copy only the rows whose hypothesis came from another
-        moves_only = every == 1 and not dropped
-        if shared:  # the source's rows follow the sentences that stay, one a sentence
-            if staying is not None:
-                memory = memory.reorder(staying)
-            if h == 1:
-                memory = memory.shared_by(k)
-            source: bool | Tensor = False if staying is None else staying
-            state.reorder(keep, source=source, in_place=moves_only)
-        else:
-            if dropped:  # the source and what was made of it follow the sentences that stay
-                memory = memory.reorder(keep)
-            state.reorder(keep, source=dropped, in_place=moves_only)
+        first = k if h == 1 else 0
+        memory = follow(memory, state, keep, staying, first, shared, dropped, False)
     return _hypotheses(fin_tokens, fin_score, fin_len, fin_count, penalty, alpha, nbest)
 
 
@@ -289,8 +257,10 @@ def in_place(parent: Tensor, dead: Tensor) -> Tensor:
     hypothesis takes its parent's row, so that its cache stays in place; the others
     (a hypothesis' second continuation, the ``dead`` fillers) take the rows left free, in
     rank order. Which row holds which hypothesis changes nothing in the search but the order
-    of candidates with exactly equal scores; the cache reorder then copies only the rows
-    whose parent is elsewhere (:meth:`adl.nn.context.DecodeState.reorder`, ``in_place``).
+    of candidates with exactly equal scores; where the host reads every step
+    (:mod:`~adl.runtime.decode.host_beam`, the same rule), the cache reorder then copies
+    only the rows whose parent is elsewhere (:meth:`adl.nn.context.DecodeState.reorder`,
+    ``in_place``).
 
     ``parent`` (n, k): each continuation's hypothesis; ``dead`` (n, k): fillers, whose row
     need not hold anything."""
@@ -317,20 +287,12 @@ def _hypotheses(
 ) -> list[list[Hypothesis]]:
     """The finished hypotheses read from the device (once), best first by the
     length-penalised score (ties keep the order they finished in)."""
-    out = []
-    for toks, scores, lens, count in zip(
-        fin_tokens.tolist(), fin_score.tolist(), fin_len.tolist(), fin_count.tolist()
-    ):
-        hyps = [
-            Hypothesis(
-                toks[i][: lens[i]],
-                scores[i],
-                scores[i] / length_penalty(lens[i] + 1, penalty, alpha),
-            )
-            for i in range(count)
-        ]
-        out.append(sorted(hyps, key=lambda h: h.normalized, reverse=True)[:nbest])
-    return out
+    return [
+        ranked(((toks[i][: lens[i]], scores[i]) for i in range(count)), penalty, alpha, nbest)
+        for toks, scores, lens, count in zip(
+            fin_tokens.tolist(), fin_score.tolist(), fin_len.tolist(), fin_count.tolist()
+        )
+    ]
 
 
 class FullRecompute:

@@ -29,7 +29,8 @@ import torch
 from adl.errors import InputError
 from adl.runtime.data.tokenizer import BOS, EOS, PAD
 from adl.runtime.decode.driver import search_ids
-from adl.runtime.decode.search import Hypothesis, pad_batch
+from adl.runtime.decode.hypotheses import Hypothesis
+from adl.runtime.decode.search import pad_batch
 from adl.runtime.errors import ConfigError, DataError
 from adl.runtime.search_options import SearchOptions
 
