@@ -72,9 +72,9 @@ class SearchOptions:
         default=1,
         metadata=_about(
             "N",
-            "batches searched at once by N threads, which share the CPU threads (2 "
-            "threads, 2 workers: one thread each); the same batches as one worker "
-            "(CTranslate2: N translators, its inter_threads)",
+            "batches searched at once by N workers, which share the CPU threads (2 "
+            "threads, 2 workers: one thread each, in processes of their own); the same "
+            "batches as one worker (CTranslate2: N translators, its inter_threads)",
         ),
     )
 

@@ -365,10 +365,16 @@ def test_compiled_refusals(run):
         load_model(out, compiled="default").translate("a b c", workers=2)
 
 
-def test_workers_translate_as_one_search_does(run):
-    """Two workers (threads, each over its own batches) translate the lines as one search."""
+@pytest.mark.parametrize("processes", [True, False], ids=["processes", "threads"])
+def test_workers_translate_as_one_search_does(run, monkeypatch, processes):
+    """Two workers (each over its own batches) translate the lines as one search: forked
+    processes (a CPU's, one thread each) and threads (a GPU's, or more threads each)."""
+    from adl.runtime.decode import workers
     from adl.runtime.decode.translator import load_model
 
+    assert workers.forks_workers("cpu", 1)  # a Linux CPU forks workers of one thread
+    assert not workers.forks_workers("cpu", 2) and not workers.forks_workers("meta", 1)
+    monkeypatch.setattr(workers, "forks_workers", lambda device, threads: processes)
     tmp, out = run
     lines = [" ".join("abcdefghij"[i : i + 2 + i % 5]) for i in range(9)]
     model = load_model(out)

@@ -1,18 +1,20 @@
 """The search over many sentences: sorted by length, cut into batches, each searched by
 :func:`~adl.runtime.decode.search.greedy` or :func:`~adl.runtime.decode.search.beam`,
-by one worker or several (threads that share torch's CPU threads)."""
+by one worker or several (:mod:`~adl.runtime.decode.workers`: processes forked from this
+one on a CPU, kept for the model, threads elsewhere)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from contextlib import contextmanager
 
 import torch
 
 from adl.runtime.decode.hypotheses import Hypothesis
 from adl.runtime.decode.search import beam, greedy, pad_batch
+from adl.runtime.decode.workers import worker_pool
 from adl.runtime.search_options import SearchOptions
 
 
@@ -32,17 +34,15 @@ def search_ids(
     ``cap`` (the model's target positions).
 
     The sentences are sorted by length and cut into batches of at most ``max_tokens``
-    source tokens x beam; ``options.workers`` threads search the batches at once
-    (:func:`worker_pool`; the same batches as one worker), the calling thread only waiting
-    (it runs no operator: see :func:`loading_for`)."""
+    source tokens x beam; ``options.workers`` workers search the batches at once
+    (:func:`~adl.runtime.decode.workers.worker_pool`: processes on a CPU, threads
+    elsewhere; the same batches as one worker), the calling thread only waiting (it runs no operator: see
+    :func:`loading_for`)."""
     results: list[list[Hypothesis]] = [[Hypothesis([], 0.0, 0.0)] for _ in src_ids]
     todo = [i for i in range(len(src_ids)) if len(src_ids[i])]
     order = sorted(todo, key=lambda i: len(src_ids[i]))
     chunks = batches(src_ids, order, options)
     done = len(src_ids) - len(todo)
-
-    def run(chunk: list[int]) -> list[list[Hypothesis]]:
-        return search_batch(model, tokenizers, [src_ids[i] for i in chunk], options, device, cap)
 
     def finish(chunk: list[int], found: list[list[Hypothesis]]) -> None:
         nonlocal done
@@ -54,14 +54,16 @@ def search_ids(
 
     if options.workers == 1:
         for chunk in chunks:
-            finish(chunk, run(chunk))
+            sentences = [src_ids[i] for i in chunk]
+            finish(chunk, search_batch(model, tokenizers, sentences, options, device, cap))
         return results
-    # the costliest batches first (rows x steps), so that no thread is left with a long
+    # the costliest batches first (rows x steps), so that no worker is left with a long
     # one at the end
     cost = lambda chunk: len(chunk) * max(len(src_ids[i]) for i in chunk)
-    with worker_pool(options.workers) as pool:
+    with worker_pool(options.workers, search_batch, model, tokenizers, device) as submit:
         futures = {
-            pool.submit(run, chunk): chunk for chunk in sorted(chunks, key=cost, reverse=True)
+            submit([src_ids[i] for i in chunk], options, cap): chunk
+            for chunk in sorted(chunks, key=cost, reverse=True)
         }
         for future in as_completed(futures):
             finish(futures[future], future.result())
@@ -109,23 +111,6 @@ def search_batch(
     return beam(
         model, src, options.beam, words, limit, options.penalty, options.alpha, options.nbest
     )
-
-
-@contextmanager
-def worker_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
-    """``workers`` threads that share the process's torch threads: each runs its operators
-    on ``torch.get_num_threads() // workers`` of them (at least one). A decoding step is
-    many small operators, most too small to gain from a second thread, so two searches on
-    one thread each get through more sentences than one on two (bench/inference.py
-    --workers measures it). Torch's threads are set back after."""
-    total = torch.get_num_threads()
-    each = max(1, total // workers)
-    pool = ThreadPoolExecutor(workers, "adl-search", torch.set_num_threads, (each,))
-    try:
-        yield pool
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        torch.set_num_threads(total)  # what threads made from now on start with
 
 
 @contextmanager

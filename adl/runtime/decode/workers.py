@@ -1,0 +1,144 @@
+"""Search workers: several batches searched at once (the ``workers`` search option).
+
+On a CPU, with one torch thread each, the workers are processes forked from this one and
+kept for the model: forked at its first search with that many workers, they search every
+later one while its weights stay as they were (a changed weight, as training's next
+validation has, forks new ones). Each inherits the model at the fork (its weights shared,
+copy on write) and runs its operators, Python's included, apart from the others: threads
+of one process take turns at the interpreter lock between operators, and a beam's step is
+a few hundred small ones. Kept, they start warm: a search's first batches in a fresh
+process run cold (its allocator, the sinusoids a position layer keeps, each kernel's first
+call at a shape). Elsewhere (more threads each, or a GPU: one stream) the workers are
+threads of this process, made for one search.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from multiprocessing import get_all_start_methods, get_context
+from typing import Any
+
+import torch
+from torch import nn
+
+Search = Callable[..., Any]  # search(model, tokenizers, sentences, options, device, cap)
+Submit = Callable[..., "Future[Any]"]  # submit(sentences, options, cap)
+
+
+def forks_workers(device: torch.device | str, threads: int) -> bool:
+    """Whether the workers of a search on ``device``, ``threads`` torch threads each, are
+    processes forked from this one rather than threads: on a CPU with one thread each,
+    where the platform can fork. A process forked after this one ran a parallel operator
+    deadlocks in its own first one (GNU OpenMP's team does not survive a fork); on one
+    thread it runs none. A GPU's workers are threads (one stream)."""
+    return torch.device(device).type == "cpu" and threads == 1 and "fork" in get_all_start_methods()
+
+
+@contextmanager
+def worker_pool(
+    workers: int, search: Search, model: Any, tokenizers: Any, device: torch.device | str
+) -> Iterator[Submit]:
+    """``submit(sentences, options, cap)``: one of ``workers`` workers runs
+    ``search(model, tokenizers, sentences, options, device, cap)`` (a future of its result).
+    Each has ``torch.get_num_threads() // workers`` of the process's torch threads (at least
+    one). A decoding step is many small operators, most too small to gain from a second
+    thread, so two searches on one thread each get through more sentences than one on two
+    (bench/inference.py --workers measures it). Forked processes where
+    :func:`forks_workers` says so (kept for ``model``: :func:`forked`), else threads, after
+    which torch's threads are set back."""
+    total = torch.get_num_threads()
+    each = max(1, total // workers)
+    if forks_workers(device, each):
+        kept = isinstance(model, nn.Module)  # else forked for this search only
+        procs = forked(search, model, tokenizers, workers) if kept else None
+        procs = procs or Forked(search, model, tokenizers, workers)
+        try:
+            yield lambda sentences, options, cap: procs.submit(sentences, options, device, cap)
+        except BrokenProcessPool:
+            forget(model)  # a worker died (killed, out of memory): the next search forks anew
+            raise
+        finally:
+            if not kept:
+                procs.close()
+        return
+    pool = ThreadPoolExecutor(workers, "adl-search", torch.set_num_threads, (each,))
+    try:
+        yield lambda sentences, options, cap: pool.submit(
+            search, model, tokenizers, sentences, options, device, cap
+        )
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        torch.set_num_threads(total)  # what threads made from now on start with
+
+
+class Forked:
+    """``workers`` processes forked from this one, one torch thread each, that search with
+    ``search(model, tokenizers, ...)`` as they were at the fork (at the first submit)."""
+
+    def __init__(self, search: Search, model: Any, tokenizers: Any, workers: int):
+        # the model by a weak reference, which the fork's copy of it keeps alive there: the
+        # pool kept for a model (in _kept) does not keep it alive here
+        given = (search, weakref.ref(model), tokenizers)
+        self.pool = ProcessPoolExecutor(workers, get_context("fork"), _adopt, given)
+
+    def submit(self, *args: Any) -> Future[Any]:
+        return self.pool.submit(_search, *args)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+# the workers kept for each model: (what they were forked for, the workers); an entry goes
+# with its model, and its processes with it (the pool's own thread ends them)
+_kept: weakref.WeakKeyDictionary[Any, tuple[tuple, Forked]] = weakref.WeakKeyDictionary()
+
+
+def forked(search: Search, model: nn.Module, tokenizers: Any, workers: int) -> Forked:
+    """The forked workers kept for ``model``: those forked before when they were forked for
+    the same search, tokenizers, number of workers and weights (:func:`weights_stamp`), else
+    new ones (the old ones closed)."""
+    stamp = (search, id(tokenizers), workers, weights_stamp(model))
+    found = _kept.get(model)
+    if found is not None and found[0] == stamp:
+        return found[1]
+    if found is not None:
+        found[1].close()
+    made = Forked(search, model, tokenizers, workers)
+    _kept[model] = (stamp, made)
+    return made
+
+
+def forget(model: Any) -> None:
+    """Close the workers kept for ``model``, if any."""
+    found = _kept.pop(model, None) if isinstance(model, nn.Module) else None
+    if found is not None:
+        found[1].close()
+
+
+def weights_stamp(model: nn.Module) -> tuple:
+    """What changes when any of ``model``'s parameters or buffers changes: each one's storage
+    and its version counter (which every in-place write raises: an optimizer's step, a
+    ``load_state_dict``)."""
+    tensors = [*model.parameters(), *model.buffers()]
+    return tuple((t.data_ptr(), t._version) for t in tensors)
+
+
+_inherited: tuple[Search, Any, Any] | None = None  # a worker's search, model and tokenizers
+
+
+def _adopt(search: Search, model: weakref.ref, tokenizers: Any) -> None:
+    """A worker process's start: one torch thread, and what it inherited from the fork."""
+    global _inherited
+    torch.set_num_threads(1)
+    _inherited = (search, model(), tokenizers)
+
+
+def _search(sentences: Any, options: Any, device: Any, cap: int | None) -> Any:
+    """One batch searched in a worker process."""
+    assert _inherited is not None, "a worker process searches only after _adopt"
+    search, model, tokenizers = _inherited
+    return search(model, tokenizers, sentences, options, device, cap)
