@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +17,14 @@ from adl.models import build_network
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCH = ROOT / "architectures"
+if ROOT not in Path(adl.__file__).resolve().parents:
+    # a bench of one checkout (a git worktree, say) run with another's package installed
+    # measures the other's code: every figure would be the installed tree's
+    print(
+        f"warning: {ROOT / 'bench'} measures the adl package of {Path(adl.__file__).parent}, "
+        f"not of its own tree (run it with PYTHONPATH={ROOT})",
+        file=sys.stderr,
+    )
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # the default of --device
 
 
