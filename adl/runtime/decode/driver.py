@@ -36,8 +36,8 @@ def search_ids(
     The sentences are sorted by length and cut into batches of at most ``max_tokens``
     source tokens x beam; ``options.workers`` workers search the batches at once
     (:func:`~adl.runtime.decode.workers.worker_pool`: processes on a CPU, threads
-    elsewhere; the same batches as one worker), the calling thread only waiting (it runs no operator: see
-    :func:`loading_for`)."""
+    elsewhere; the same batches as one worker), the calling thread only waiting (it runs no
+    operator: see :func:`loading_for`)."""
     results: list[list[Hypothesis]] = [[Hypothesis([], 0.0, 0.0)] for _ in src_ids]
     todo = [i for i in range(len(src_ids)) if len(src_ids[i])]
     order = sorted(todo, key=lambda i: len(src_ids[i]))

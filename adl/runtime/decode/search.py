@@ -154,6 +154,9 @@ def beam(
     b, k, device = src.size(0), size, src.device
     limit, longest, shortest = _limits(max_len, b, device)
     every = check_every(device, every)
+    # one row of the source a sentence, shared by its k hypotheses (Memory.shared_by), where
+    # every source-reading layer can take it: no k copies to make at the first step and to
+    # keep when sentences leave, and each sentence's queries attend to it at once
     shared = k > 1 and _can_share_source(model)
     if every == 1:
         limits = limit.tolist()
@@ -161,10 +164,6 @@ def beam(
     # the first step scores one row a sentence (its one hypothesis, bos); the k rows a
     # sentence that the steps after it score are made by that step's reorder
     memory, state = model.start(src, src_words)
-    # ``shared``: one row of the source a sentence, shared by its k hypotheses
-    # (Memory.shared_by), where every source-reading layer can take it: no k copies to make
-    # at the first step and to keep when sentences leave, and each sentence's queries attend
-    # to it at once
     rows = torch.arange(b, device=device)  # original sentence of each sentence in the batch
     done = torch.zeros(b, dtype=torch.bool, device=device)
     scores = torch.zeros(b, 1, device=device)  # (n, hypotheses a sentence)

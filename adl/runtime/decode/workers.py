@@ -54,8 +54,7 @@ def worker_pool(
     each = max(1, total // workers)
     if forks_workers(device, each):
         kept = isinstance(model, nn.Module)  # else forked for this search only
-        procs = forked(search, model, tokenizers, workers) if kept else None
-        procs = procs or Forked(search, model, tokenizers, workers)
+        procs = (forked if kept else Forked)(search, model, tokenizers, workers)
         try:
             yield lambda sentences, options, cap: procs.submit(sentences, options, device, cap)
         except BrokenProcessPool:
