@@ -66,6 +66,17 @@ def test_beam_sizes_and_penalties_match_the_old_search(size, nbest, penalty):
         same_hypotheses(new, old)
 
 
+def test_a_float64_model_is_searched_alike_on_the_host_and_on_the_device():
+    """The device's bookkeeping keeps its scores in the model's precision: a float64 model
+    (a gradient check's, a reference's) finds the same hypotheses with either path."""
+    model = eos_prone(build("transformer", seed=15), 1.0).double()
+    src = sources(5, seed=16)
+    host = beam(model, src, 3, max_len=10, nbest=3, every=1)
+    device = beam(model, src, 3, max_len=10, nbest=3, every=2)
+    same_hypotheses(device, host)
+    assert isinstance(device[0][0].score, float)
+
+
 class Reads:
     """Counts the host's reads of tensors (each a device synchronisation on a GPU)."""
 

@@ -182,6 +182,8 @@ def beam(
         logp = model.step(tokens, memory, state)  # (n·h, V): h hypotheses a sentence
         (n, h), vocab = scores.shape, logp.size(-1)
         if not_eos is None or rank is None or first_k is None:
+            # the scores take the model's precision (a float64 model's are float64)
+            scores, fin_score = scores.to(logp.dtype), fin_score.to(logp.dtype)
             not_eos = torch.arange(vocab, device=device).ne(EOS)
             width = min(2 * k, k * vocab)
             rank = torch.arange(width, device=device)
