@@ -72,3 +72,19 @@ def test_a_model_that_is_no_module_gets_workers_for_one_search():
     first, second = run(Plain()), run(Plain())
     assert {r[0] for r in first}.isdisjoint({r[0] for r in second})
     assert all(r[1] == 2.0 for r in first + second)
+
+
+def test_the_stamp_of_int8_weights_sees_a_write_to_the_integers_they_hold():
+    """torchao's int8 weights are tensors that wrap others (no storage of their own): the
+    stamp reads the integers and scales they hold, so kept workers see a changed one."""
+    pytest.importorskip("torchao")
+    from adl.runtime.decode.quantize import int8
+
+    model = int8(nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 2)))  # the output stays float
+    weight = model[0].weight
+    assert weight.data_ptr() == 0  # a wrapper: what the stamp must look inside
+    before = workers.weights_stamp(model)
+    assert all(ptr for ptr, _ in before)
+    with torch.no_grad():
+        weight.qdata.add_(1)
+    assert workers.weights_stamp(model) != before

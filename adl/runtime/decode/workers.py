@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 Search = Callable[..., Any]  # search(model, tokenizers, sentences, options, device, cap)
 Submit = Callable[..., "Future[Any]"]  # submit(sentences, options, cap)
@@ -121,9 +122,18 @@ def forget(model: Any) -> None:
 def weights_stamp(model: nn.Module) -> tuple:
     """What changes when any of ``model``'s parameters or buffers changes: each one's storage
     and its version counter (which every in-place write raises: an optimizer's step, a
-    ``load_state_dict``)."""
-    tensors = [*model.parameters(), *model.buffers()]
-    return tuple((t.data_ptr(), t._version) for t in tensors)
+    ``load_state_dict``). A tensor subclass that wraps others (torchao's int8 weights: no
+    storage of their own) is stamped by the tensors it holds."""
+    return tuple(stamp for t in (*model.parameters(), *model.buffers()) for stamp in _stamps(t))
+
+
+def _stamps(t: torch.Tensor) -> Iterator[tuple[int, int]]:
+    if is_traceable_wrapper_subclass(t):
+        names, _ = t.__tensor_flatten__()
+        for name in names:
+            yield from _stamps(getattr(t, name))
+    else:
+        yield t.data_ptr(), t._version
 
 
 _inherited: tuple[Search, Any, Any] | None = None  # a worker's search, model and tokenizers
