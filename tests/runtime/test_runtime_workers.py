@@ -80,7 +80,7 @@ def test_the_stamp_of_int8_weights_sees_a_write_to_the_integers_they_hold():
     pytest.importorskip("torchao")
     from adl.runtime.decode.quantize import int8
 
-    model = int8(nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 2)))  # the output stays float
+    model = int8(nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 2)))  # both layers int8 (no .output)
     weight = model[0].weight
     assert weight.data_ptr() == 0  # a wrapper: what the stamp must look inside
     before = workers.weights_stamp(model)
