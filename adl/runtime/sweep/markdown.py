@@ -8,6 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from adl.runtime.sweep.cells import FEW_RUNS, verdict_cell, within
 from adl.runtime.sweep.seeding import FIRST_LOOK
 from adl.runtime.sweep.significance import LEVEL
 from adl.runtime.sweep.spec import Spec
@@ -86,12 +87,12 @@ def markdown(table: Table, title: bool = True) -> str:
                     f"{v['seeds']}/{row.planned}",
                     _pm(v["bleu_mean"], v["bleu_std"]),
                     _pm(v["chrf_mean"], v["chrf_std"]),
-                    _within(v["delta_bleu"], v["bleu_low"], v["bleu_high"]),
+                    within(v["delta_bleu"], v["bleu_low"], v["bleu_high"]),
                     _sides(v),
-                    _verdict(v["verdict"]),
+                    verdict_cell(v["verdict"], v["bleu_low"]),
                     _p(v["p_bleu"]),
                     _p(v["p_bleu_sentences"]),
-                    _within(v["delta_chrf"], v["chrf_low"], v["chrf_high"]),
+                    within(v["delta_chrf"], v["chrf_low"], v["chrf_high"]),
                     str(paper) if paper is not None else "–",
                     _claim(v),
                     v["reproduced"] or "",
@@ -116,7 +117,7 @@ def markdown(table: Table, title: bool = True) -> str:
         '(docs/experiments.md, "The significance test"); – where a system has one run. '
         "seeds +/−: the seeds both have on which the system scores above / below the "
         "baseline. verdict: ahead or behind where the interval excludes 0, tie where it "
-        "holds 0 (the seeds cannot tell). p sentences: "
+        f"holds 0 (the seeds cannot tell), {FEW_RUNS} where a side has one run. p sentences: "
         f"{table.test_signature} of the seeds' outputs concatenated: it measures the test "
         "set's noise only, not the training's, and is no verdict."
         + (
@@ -232,24 +233,10 @@ def _seeds_note(table: Table) -> str:
     return text + (f": {', '.join(grown)} have more." if grown else ".")
 
 
-def _within(delta: float | None, low: float | None, high: float | None) -> str:
-    if delta is None:
-        return ""
-    if low is None or high is None:
-        return f"{delta:+.2f} [–]"
-    return f"{delta:+.2f} [{low:+.2f}, {high:+.2f}]"
-
-
 def _sides(v: dict[str, Any]) -> str:
     if v["seeds_higher"] is None:
         return ""
     return f"{v['seeds_higher']}/{v['seeds_lower']}"
-
-
-def _verdict(text: str | None) -> str:
-    if not text:
-        return ""
-    return text if text == "tie" else f"**{text}**"
 
 
 def _claim(v: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from adl.runtime.sweep.cells import verdict_cell, within
 from adl.runtime.sweep.table import Row, Table
 
 TREND_LEVEL = 0.95  # the crossing's range
@@ -152,14 +153,12 @@ def markdown(table: Table) -> list[str]:
             "|---:|---:|---:|---:|---:|---:|---|",
         ]
         for p in curve.points:
-            delta = "" if p.delta is None else f"{p.delta:+.2f}"
-            if p.delta is not None:
-                delta += " [–]" if p.low is None else f" [{p.low:+.2f}, {p.high:+.2f}]"
+            delta = within(p.delta, p.low, p.high)
             sides = "" if p.higher is None else f"{p.higher}/{p.lower}"
             passes = "–" if p.passes is None else f"{p.passes:.1f}"
             lines.append(
                 f"| {p.size:,} | {p.steps:,} | {passes} | {p.seeds} | {delta} | {sides} | "
-                f"{p.verdict or ''} |"
+                f"{verdict_cell(p.verdict, p.low)} |"
             )
         lines += ["", _trend_sentence(curve)]
     lines += rate_lines(table)
