@@ -196,3 +196,32 @@ def test_a_regime_sweep_runs_the_search_then_the_curves_in_one_call(tmp_path, mo
     assert "**RNN against ATT** by training pairs; the paper's Δ -3.00 (lower):" in md
     assert "| 50 | 5 |" in md
     assert (out / "pictures" / "regime-RNN.png").is_file()
+
+
+def test_the_trend_says_whether_its_crossing_lies_within_the_sizes_run():
+    """Δ = 6 - 2 log10(pairs) meets -3 at 10^4.5 pairs: within sizes 1e3..1e5, beyond
+    1e3..1e4, below 1e5..1e6 (where the line rises towards the smaller sizes)."""
+    from adl.runtime.sweep.regime_report import Curve, _trend_sentence
+
+    def sentence(sizes):
+        points = [
+            Point(
+                n,
+                1,
+                None,
+                6 - 2 * math.log10(n),
+                5 - 2 * math.log10(n),
+                7 - 2 * math.log10(n),
+                "ahead",
+                "3/3",
+                3,
+                0,
+            )
+            for n in sizes
+        ]
+        curve = Curve("B", "A", -3.0, "lower", points, fit(points, -3.0))
+        return _trend_sentence(curve)
+
+    assert "within the sizes run" in sentence([1e3, 1e4, 1e5])
+    assert "extrapolation beyond the largest size run" in sentence([1e3, 3e3, 1e4])
+    assert "extrapolation below the smallest size run" in sentence([1e5, 3e5, 1e6])

@@ -182,9 +182,21 @@ def _trend_sentence(curve: Curve) -> str:
         lo, hi = t.crossing_range
         where += f" ({lo:,.0f} to {hi:,.0f} from the fit's uncertainty alone)"
     return (
-        text + f"; if it held, Δ would reach the paper's {curve.paper_delta:+.2f} at {where}: "
-        "an extrapolation beyond the sizes run, which only a run at that size can test."
+        text
+        + f"; if it held, Δ would reach the paper's {curve.paper_delta:+.2f} at {where}: {_reach(curve)}."
     )
+
+
+def _reach(curve: Curve) -> str:
+    """Where the crossing lies against the sizes the fit used: between them the measured
+    points, not the line, say what Δ is; outside them it is an extrapolation."""
+    assert curve.trend is not None and curve.trend.crossing is not None
+    sizes = [p.size for p in curve.points if p.low is not None and p.delta is not None]
+    crossing = curve.trend.crossing
+    if min(sizes) <= crossing <= max(sizes):
+        return "within the sizes run, where the measured points, not the line, say what Δ is"
+    side = "below the smallest" if crossing < min(sizes) else "beyond the largest"
+    return f"an extrapolation {side} size run, which only a run at that size can test"
 
 
 def rate_lines(table: Table) -> list[str]:
