@@ -51,13 +51,12 @@ def bleu_bars(table: Table, rows: list, out: Path) -> Path:
         ax.plot([i] * len(seeds), seeds, "o", color="black", markersize=3, zorder=3)
         verdict = r.values["verdict"]
         if verdict is not None:
-            star = (
-                "*"
-                if verdict != "tie"
-                else "tie"
-                if r.values["bleu_low"] is not None
-                else "(1 run)"  # no interval: cells.FEW_RUNS
-            )
+            if verdict != "tie":
+                star = "*"
+            elif r.values["bleu_low"] is None:
+                star = "(1 run)"  # no interval to judge (cells.FEW_RUNS in the tables)
+            else:
+                star = "tie"
             top = max([means[i] + stds[i], *seeds])
             ax.annotate(
                 f"{r.values['delta_bleu']:+.2f} {star}",

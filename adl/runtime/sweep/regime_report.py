@@ -38,6 +38,7 @@ class Trend:
     a: float
     b: float
     cov: list[list[float]]  # the covariance of (a, b)
+    sizes: tuple[float, float]  # the smallest and largest pairs of the points fitted
     crossing: float | None = None  # pairs where the line meets the paper's Δ (None: never)
     crossing_range: tuple[float, float] | None = None  # from the fit's uncertainty
 
@@ -120,7 +121,7 @@ def fit(points: list[Point], paper: float | None) -> Trend | None:
     var_b = 1 / sxx
     var_a = 1 / sw + mx**2 / sxx
     cov_ab = -mx / sxx
-    trend = Trend(a, b, [[var_a, cov_ab], [cov_ab, var_b]])
+    trend = Trend(a, b, [[var_a, cov_ab], [cov_ab, var_b]], (10 ** min(xs), 10 ** max(xs)))
     if paper is not None and b != 0:
         x = (paper - a) / b
         trend.crossing = 10**x if x < 12 else None
@@ -181,21 +182,17 @@ def _trend_sentence(curve: Curve) -> str:
     if t.crossing_range is not None:
         lo, hi = t.crossing_range
         where += f" ({lo:,.0f} to {hi:,.0f} from the fit's uncertainty alone)"
-    return (
-        text
-        + f"; if it held, Δ would reach the paper's {curve.paper_delta:+.2f} at {where}: {_reach(curve)}."
-    )
+    reach = f"the paper's {curve.paper_delta:+.2f} at {where}: {_reach(t.crossing, t.sizes)}"
+    return text + f"; if it held, Δ would reach {reach}."
 
 
-def _reach(curve: Curve) -> str:
+def _reach(crossing: float, sizes: tuple[float, float]) -> str:
     """Where the crossing lies against the sizes the fit used: between them the measured
     points, not the line, say what Δ is; outside them it is an extrapolation."""
-    assert curve.trend is not None and curve.trend.crossing is not None
-    sizes = [p.size for p in curve.points if p.low is not None and p.delta is not None]
-    crossing = curve.trend.crossing
-    if min(sizes) <= crossing <= max(sizes):
+    smallest, largest = sizes
+    if smallest * (1 - 1e-9) <= crossing <= largest * (1 + 1e-9):
         return "within the sizes run, where the measured points, not the line, say what Δ is"
-    side = "below the smallest" if crossing < min(sizes) else "beyond the largest"
+    side = "below the smallest" if crossing < smallest else "beyond the largest"
     return f"an extrapolation {side} size run, which only a run at that size can test"
 
 
