@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -210,7 +211,10 @@ def test_a_sigterm_to_the_sweep_stops_its_job_with_a_checkpoint(tmp_path):
             break
         assert time.monotonic() < deadline, "the job trains on after its sweep ended"
         time.sleep(0.1)
-    assert "interrupted at step" in (run.root / "train.log").read_text()
+    stopped = re.search(r"interrupted at step ([\d,]+)", (run.root / "train.log").read_text())
+    assert stopped, (run.root / "train.log").read_text()
+    snapshots = json.loads((run.root / "job.json").read_text())["train"]["snapshots"]
+    assert snapshots[-1]["step"] == int(stopped.group(1).replace(",", ""))  # the resume's totals
     assert not (run.root / "result.json").exists()
     time.sleep(2)  # time for a queued job to start, were it to
     assert not (queued / "train.log").exists()

@@ -192,6 +192,22 @@ def test_throughput_leaves_out_setup_validation_and_checkpoints(monkeypatch):
     assert saved[0]["tokens"] == 200 and saved[0]["elapsed"] == 7.0
 
 
+def test_a_stopped_runs_checkpoint_has_its_snapshot():
+    """A run stopped between validations saves a checkpoint where it stopped; its snapshot
+    is saved too, so that the resume's totals hold every update before it (the passes)."""
+    saved = []
+    meter = measure.Meter(3, {}, saved.append)
+    for step in range(1, 6):
+        meter(step, [FakeBatch(100)])
+    meter.snapshot(5)  # what the job does when the training reports it was interrupted
+    start = measure.resume_point(saved, 5)
+    assert start["step"] == 5 and start["seen"] == 500
+    resumed = measure.Meter(3, start, saved.append)
+    for step in range(6, 8):
+        resumed(step, [FakeBatch(100)])
+    assert resumed.seen == 700  # every update once, as an uninterrupted run counts
+
+
 def test_a_resume_continues_from_its_checkpoints_snapshot():
     snaps = [{"step": 20, "tokens": 1}, {"step": 40, "tokens": 2}, {"step": 60, "tokens": 3}]
     assert measure.resume_point(snaps, 40)["tokens"] == 2

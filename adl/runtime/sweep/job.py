@@ -179,6 +179,7 @@ def _train(job: Job, config, folder: Path, state: dict[str, Any]) -> str | None:
     meter = Meter(config.train.valid_every, start, save)
     summary = train(config, folder, resume=resume, on_step=meter)
     if summary.interrupted:
+        meter.snapshot(summary.step)  # the checkpoint it saved where it stopped
         return f"interrupted at step {summary.step:,} (a re-run resumes from its checkpoint)"
     update_state(
         folder,
