@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -195,6 +196,9 @@ def test_a_regime_sweep_runs_the_search_then_the_curves_in_one_call(tmp_path, mo
     md = (out / "results.md").read_text()
     assert "**RNN against ATT** by training pairs; the paper's Δ -3.00 (lower):" in md
     assert "| 50 | 5 |" in md
+    # both sides' passes, each the mean of what its runs recorded: equal passes to be seen
+    assert "| pairs | updates | passes (RNN / ATT) |" in md
+    assert re.search(r"\| 50 \| 5 \| \d+\.\d / \d+\.\d \|", md), md
     assert (out / "pictures" / "regime-RNN.png").is_file()
 
 

@@ -20,7 +20,7 @@ TREND_LEVEL = 0.95  # the crossing's range
 class Point:
     size: int
     steps: int
-    passes: float | None  # the mean over the runs of what they recorded
+    passes: float | None  # the mean over the system's runs of what they recorded
     delta: float | None
     low: float | None
     high: float | None
@@ -28,6 +28,7 @@ class Point:
     seeds: str  # "n/m": the runs with a result, of those planned
     higher: int | None
     lower: int | None
+    passes_against: float | None = None  # the same, over the runs compared with
 
 
 @dataclass
@@ -59,6 +60,7 @@ class Curve:
 def curves(table: Table) -> list[Curve]:
     """One curve per system of the spec that is compared with another, smallest size first."""
     spec = table.plan.spec
+    rows = {row.system: row for row in table.rows}
     found: dict[str, Curve] = {}
     for row in table.rows:
         system = spec.system(row.system)
@@ -87,6 +89,7 @@ def curves(table: Table) -> list[Curve]:
                 f"{v['seeds']}/{row.planned}",
                 v["seeds_higher"],
                 v["seeds_lower"],
+                _passes(rows[row.against]) if row.against in rows else None,
             )
         )
     for curve in found.values():
@@ -150,13 +153,16 @@ def markdown(table: Table) -> list[str]:
             "",
             f"**{curve.system} against {curve.against}** by training pairs{paper}:",
             "",
-            "| pairs | updates | passes | seeds | Δ BLEU [95 % interval] | seeds +/− | verdict |",
+            f"| pairs | updates | passes ({curve.system} / {curve.against}) | seeds "
+            "| Δ BLEU [95 % interval] | seeds +/− | verdict |",
             "|---:|---:|---:|---:|---:|---:|---|",
         ]
         for p in curve.points:
             delta = within(p.delta, p.low, p.high)
             sides = "" if p.higher is None else f"{p.higher}/{p.lower}"
-            passes = "–" if p.passes is None else f"{p.passes:.1f}"
+            passes = " / ".join(
+                "–" if n is None else f"{n:.1f}" for n in (p.passes, p.passes_against)
+            )
             lines.append(
                 f"| {p.size:,} | {p.steps:,} | {passes} | {p.seeds} | {delta} | {sides} | "
                 f"{verdict_cell(p.verdict, p.low)} |"
