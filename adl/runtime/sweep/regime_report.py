@@ -7,11 +7,10 @@ report`` and the pictures (regime_pictures.py) say the same."""
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass, field
 
 from adl.runtime.sweep.cells import verdict_cell, within
-from adl.runtime.sweep.table import Row, Table
+from adl.runtime.sweep.table import Table
 
 TREND_LEVEL = 0.95  # the crossing's range
 
@@ -60,7 +59,7 @@ class Curve:
 def curves(table: Table) -> list[Curve]:
     """One curve per system of the spec that is compared with another, smallest size first."""
     spec = table.plan.spec
-    rows = {row.system: row for row in table.rows}
+    by_name = {row.system: row for row in table.rows}
     found: dict[str, Curve] = {}
     for row in table.rows:
         system = spec.system(row.system)
@@ -81,7 +80,7 @@ def curves(table: Table) -> list[Curve]:
             Point(
                 system.size,
                 system.steps,
-                _passes(row),
+                row.mean("passes"),
                 v["delta_bleu"],
                 v["bleu_low"],
                 v["bleu_high"],
@@ -89,18 +88,13 @@ def curves(table: Table) -> list[Curve]:
                 f"{v['seeds']}/{row.planned}",
                 v["seeds_higher"],
                 v["seeds_lower"],
-                _passes(rows[row.against]) if row.against in rows else None,
+                by_name[row.against].mean("passes") if row.against in by_name else None,
             )
         )
     for curve in found.values():
         curve.points.sort(key=lambda p: p.size)
         curve.trend = fit(curve.points, curve.paper_delta)
     return list(found.values())
-
-
-def _passes(row: Row) -> float | None:
-    found = [r["passes"] for r in row.runs.values() if r.get("passes")]
-    return statistics.fmean(found) if found else None
 
 
 def fit(points: list[Point], paper: float | None) -> Trend | None:
