@@ -229,3 +229,34 @@ def test_the_trend_says_whether_its_crossing_lies_within_the_sizes_run():
     assert "within the sizes run" in sentence([1e3, 1e4, 1e5])
     assert "extrapolation beyond the largest size run" in sentence([1e3, 3e3, 1e4])
     assert "extrapolation below the smallest size run" in sentence([1e5, 3e5, 1e6])
+
+
+def _points(deltas: dict[int, float], half: float = 0.5) -> list[Point]:
+    return [
+        Point(n, 1, None, d, d - half, d + half, "ahead", "3/3", 3, 0) for n, d in deltas.items()
+    ]
+
+
+def test_the_trend_says_which_way_it_moves_against_the_papers_gap():
+    """Δ rising with the data moves away from a paper's Δ below it and towards one above it;
+    a line through its points is no misfit, a curve that bends is (χ² on points - 2)."""
+    from adl.runtime.sweep.regime_report import Curve, _trend_sentence
+
+    rising = _points({n: 2 * math.log10(n) for n in (1000, 3000, 10000, 30000)})
+    trend = fit(rising, 0.0)
+    assert trend is not None and trend.chi2 == pytest.approx(0.0, abs=1e-9)
+    assert trend.misfit() == pytest.approx(1.0)
+    assert trend.towards(0.0) is False and trend.towards(20.0) is True
+    away = _trend_sentence(Curve("B", "A", 0.0, "level", rising, trend))
+    assert "moves away from the paper's +0.00" in away and "lie off this line" not in away
+    # up then flat (a plateau): Δ 0, 4, 6, 6 with intervals of ±0.5 is no line
+    bent = _points({1000: 0.0, 2000: 4.0, 4000: 6.0, 8000: 6.0})
+    t = fit(bent, 0.3)
+    assert t is not None and t.misfit() is not None and t.misfit() < 0.001
+    # the χ² by hand: the weights are equal, so it is the residuals' squares over se²
+    se = 0.5 / 1.96
+    residuals = [d - t.at(n) for n, d in ((1000, 0.0), (2000, 4.0), (4000, 6.0), (8000, 6.0))]
+    assert t.chi2 == pytest.approx(sum(r * r for r in residuals) / se**2)
+    text = _trend_sentence(Curve("B", "A", 0.3, "level", bent, t))
+    assert "lie off this line beyond their intervals: χ²" in text and "2 degrees of freedom" in text
+    assert fit(bent[:3], 0.3).misfit() is not None  # three points: one degree of freedom

@@ -41,9 +41,29 @@ class Trend:
     sizes: tuple[float, float]  # the smallest and largest pairs of the points fitted
     crossing: float | None = None  # pairs where the line meets the paper's Δ (None: never)
     crossing_range: tuple[float, float] | None = None  # from the fit's uncertainty
+    chi2: float = 0.0  # the weighted squared residuals: the points' distance from the line
+    points: int = 0  # how many points were fitted (chi2 has points - 2 degrees of freedom)
 
     def at(self, pairs: float) -> float:
         return self.a + self.b * math.log10(pairs)
+
+    def misfit(self) -> float | None:
+        """p of the points lying this far from the line if it were the truth (χ² on
+        points - 2 degrees of freedom); None with two degrees of freedom short."""
+        dof = self.points - 2
+        if dof < 1:
+            return None
+        from scipy.stats import chi2  # type: ignore[import-untyped]
+
+        return float(chi2.sf(self.chi2, dof))
+
+    def towards(self, paper: float) -> bool | None:
+        """Whether the line moves towards the paper's Δ as the data grows beyond the largest
+        size fitted (None: it is flat, or already there)."""
+        gap = paper - self.at(self.sizes[1])
+        if self.b == 0 or gap == 0:
+            return None
+        return (gap > 0) == (self.b > 0)
 
 
 @dataclass
@@ -118,7 +138,9 @@ def fit(points: list[Point], paper: float | None) -> Trend | None:
     var_b = 1 / sxx
     var_a = 1 / sw + mx**2 / sxx
     cov_ab = -mx / sxx
+    chi2 = sum(w * (y - a - b * x) ** 2 for w, x, y in zip(ws, xs, ys))
     trend = Trend(a, b, [[var_a, cov_ab], [cov_ab, var_b]], (10 ** min(xs), 10 ** max(xs)))
+    trend.chi2, trend.points = chi2, len(use)
     if paper is not None and b != 0:
         x = (paper - a) / b
         trend.crossing = 10**x if x < 12 else None
@@ -174,16 +196,41 @@ def _trend_sentence(curve: Curve) -> str:
         f"- Trend (a hypothesis, not a result): Δ ≈ {t.a:+.2f} {t.b:+.2f} · log10(pairs), "
         f"{t.b:+.2f} BLEU per tenfold data"
     )
+    text += _misfit(t)
     if curve.paper_delta is None:
         return text + "."
+    paper = curve.paper_delta
+    towards = t.towards(paper)
+    if towards is not None:
+        text += (
+            f"; with more data than the largest size run the line moves towards the paper's "
+            f"{paper:+.2f}"
+            if towards
+            else f"; with more data than the largest size run the line moves away from the "
+            f"paper's {paper:+.2f}"
+        )
     if t.crossing is None:
-        return text + f"; on this line Δ does not reach the paper's {curve.paper_delta:+.2f}."
+        return text + f"; on this line Δ does not reach the paper's {paper:+.2f}."
     where = f"about {t.crossing:,.0f} pairs"
     if t.crossing_range is not None:
         lo, hi = t.crossing_range
         where += f" ({lo:,.0f} to {hi:,.0f} from the fit's uncertainty alone)"
-    reach = f"the paper's {curve.paper_delta:+.2f} at {where}: {_reach(t.crossing, t.sizes)}"
-    return text + f"; if it held, Δ would reach {reach}."
+    reach = f"the paper's {paper:+.2f} at {where}: {_reach(t.crossing, t.sizes)}"
+    return text + f"; it meets {reach}."
+
+
+def _misfit(t: Trend) -> str:
+    """What the points' distance from the line says of the line (a curve that bends, or
+    steps, fits no line): said where p < 0.05."""
+    p = t.misfit()
+    if p is None or p >= 0.05:
+        return ""
+    shown = "< 0.001" if p < 0.001 else f"{p:.3f}"
+    return (
+        f" (the points lie off this line beyond their intervals: χ² {t.chi2:.1f} on "
+        f"{t.points - 2} degrees of freedom, p {shown}; Δ does not move as a line in "
+        "log10(pairs), and the line's slope and crossing do not describe the curve)"
+    )
 
 
 def _reach(crossing: float, sizes: tuple[float, float]) -> str:
