@@ -8,6 +8,7 @@ adl sweep SPEC.yaml --status  (or a sweep folder)  which runs are done, running,
 adl sweep SPEC.yaml --executor slurm --slurm partition=dev --slurm gpus_per_node=1
 adl sweep you2020 --preset paper --data DIR       the paper's scale on your corpus
 adl sweep report SPEC [--results DIR]            the table from the committed result files
+adl sweep report SPEC --pictures DIR             and its pictures, drawn into DIR
 adl sweep report --update-doc docs/experiments.md   rewrite a document's report blocks
 adl sweep curves SPEC [--results DIR]            the validations during training, from those files
 
@@ -47,6 +48,12 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "--update-doc",
         metavar="FILE",
         help="with report: rewrite every '<!-- adl sweep report SPEC -->' block of FILE",
+    )
+    p.add_argument(
+        "--pictures",
+        metavar="DIR",
+        help="with report SPEC: also draw the sweep's pictures (bleu.png, bleu_speed.png, a "
+        "regime's regime-SYSTEM.png) from the result files into DIR",
     )
     p.add_argument("--out", metavar="DIR", help="the sweep folder (default runs/sweeps/NAME)")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="runs at once (default 1)")
@@ -113,8 +120,8 @@ def run(args: argparse.Namespace) -> int:
     words = list(args.spec)
     if words[:1] == ["report"]:
         return _report(words[1:], args)
-    if args.update_doc:
-        raise UsageError("--update-doc goes with 'adl sweep report'")
+    if args.update_doc or args.pictures:
+        raise UsageError("--update-doc and --pictures go with 'adl sweep report'")
     if words[:1] == ["curves"]:
         return _curves(words[1:], args.results)
     if len(words) != 1:
@@ -151,8 +158,10 @@ def _report(specs: list[str], args: argparse.Namespace) -> int:
     from adl.runtime.sweep.report import report, update_doc
 
     if args.update_doc:
-        if specs:
-            raise UsageError("--update-doc rewrites every block of the file: give no SPEC")
+        if specs or args.pictures:
+            raise UsageError(
+                "--update-doc rewrites every block of the file: give no SPEC (nor --pictures)"
+            )
         changed = update_doc(args.update_doc, args.results)
         print(
             f"{args.update_doc}: " + (f"updated {', '.join(changed)}" if changed else "up to date")
@@ -161,6 +170,11 @@ def _report(specs: list[str], args: argparse.Namespace) -> int:
     if len(specs) != 1:
         raise UsageError("adl sweep report takes one SPEC")
     print(report(specs[0], args.results), end="")
+    if args.pictures:
+        from adl.runtime.sweep.report import pictures
+
+        for path in pictures(specs[0], args.pictures, args.results):
+            print(f"picture: {path}")
     return 0
 
 

@@ -86,7 +86,7 @@ def test_the_cli_prints_the_curves_of_a_bundled_spec_from_the_committed_files():
         (("curves", "you2020", "xu2020"), "adl sweep curves takes one SPEC"),
         (
             ("curves", "you2020", "--update-doc", "x.md"),
-            "--update-doc goes with 'adl sweep report'",
+            "--update-doc and --pictures go with 'adl sweep report'",
         ),
     ],
 )

@@ -260,3 +260,30 @@ def test_the_trend_says_which_way_it_moves_against_the_papers_gap():
     text = _trend_sentence(Curve("B", "A", 0.3, "level", bent, t))
     assert "lie off this line beyond their intervals: χ²" in text and "2 degrees of freedom" in text
     assert fit(bent[:3], 0.3).misfit() is not None  # three points: one degree of freedom
+
+
+def test_the_report_draws_a_regimes_pictures_from_the_committed_results(tmp_path, capsys):
+    """`adl sweep report you2020_regime --pictures DIR`: the curve's picture (the one the
+    docs commit) drawn from docs/results alone, no run folder, no data."""
+    from adl.cli import main
+
+    root = Path(__file__).resolve().parents[2]
+    code = main(
+        [
+            "sweep",
+            "report",
+            "you2020_regime",
+            "--results",
+            str(root / "docs" / "results"),
+            "--pictures",
+            str(tmp_path),
+        ]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert f"picture: {tmp_path / 'regime-HC-SA.png'}" in out
+    picture = (tmp_path / "regime-HC-SA.png").read_bytes()
+    assert picture[:8] == b"\x89PNG\r\n\x1a\n" and len(picture) > 10_000
+    # pictures are drawn by the report (a sweep draws its own in its folder)
+    assert main(["sweep", "you2020_regime", "--pictures", str(tmp_path)]) == 2
+    assert "--pictures go with 'adl sweep report'" in capsys.readouterr().err

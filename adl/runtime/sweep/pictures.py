@@ -20,18 +20,19 @@ if TYPE_CHECKING:
 BASELINE, OTHER = "tab:gray", "tab:blue"
 
 
-def draw(table: Table) -> list[Path]:
-    """pictures/bleu.png and pictures/bleu_speed.png of the sweep (nothing without scores)."""
+def draw(table: Table, folder: Path | None = None) -> list[Path]:
+    """bleu.png, bleu_speed.png and a regime's regime-SYSTEM.png of the sweep in ``folder``
+    (default: the sweep folder's pictures/; nothing without scores)."""
     rows = [r for r in table.rows if r.values["bleu_mean"] is not None]
     if not rows:
         return []
-    folder = table.plan.out / "pictures"
+    folder = folder or table.plan.out / "pictures"
     from adl.runtime.sweep import regime_pictures
 
     return [
         bleu_bars(table, rows, folder / "bleu.png"),
         bleu_speed(table, rows, folder / "bleu_speed.png"),
-        *regime_pictures.draw(table),
+        *regime_pictures.draw(table, folder),
     ]
 
 

@@ -11,12 +11,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from adl.runtime.run.figures import DPI
-from adl.runtime.sweep.regime_report import curves
+from adl.runtime.sweep.regime_report import curves, p_text
 from adl.runtime.sweep.table import Table
 
 
-def draw(table: Table) -> list[Path]:
-    """pictures/regime-SYSTEM.png for each curve with at least one Δ."""
+def draw(table: Table, folder: Path | None = None) -> list[Path]:
+    """regime-SYSTEM.png in ``folder`` (default: the sweep folder's pictures/) for each curve
+    with at least one Δ."""
     out = []
     for curve in curves(table):
         shown = [
@@ -49,9 +50,11 @@ def draw(table: Table) -> list[Path]:
                 10 ** (math.log10(min(xs)) + i * (math.log10(right) - math.log10(min(xs))) / 50)
                 for i in range(51)
             ]
-            ax.plot(
-                grid, [t.at(x) for x in grid], "--", color="tab:gray", label="trend (hypothesis)"
-            )
+            bent = t.bent()
+            label = "trend (hypothesis)"
+            if bent is not None:
+                label = f"trend (hypothesis; the points lie off it, p {p_text(bent)})"
+            ax.plot(grid, [t.at(x) for x in grid], "--", color="tab:gray", label=label)
             if t.crossing is not None and t.crossing <= right:
                 ax.axvline(t.crossing, color="tab:gray", linewidth=0.6)
         ax.set_xscale("log")
@@ -60,7 +63,7 @@ def draw(table: Table) -> list[Path]:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
         ax.set_title(f"{table.plan.spec.name}: {curve.system} against {curve.against}", fontsize=9)
-        path = table.plan.out / "pictures" / f"regime-{curve.system}.png"
+        path = (folder or table.plan.out / "pictures") / f"regime-{curve.system}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=DPI, format="png")
         out.append(path)

@@ -13,6 +13,7 @@ from adl.runtime.sweep.cells import verdict_cell, within
 from adl.runtime.sweep.table import Table
 
 TREND_LEVEL = 0.95  # the crossing's range
+BENT_BELOW = 0.05  # a misfit's p below which the points are said to lie off the line
 
 
 @dataclass
@@ -56,6 +57,12 @@ class Trend:
         from scipy.stats import chi2  # type: ignore[import-untyped]
 
         return float(chi2.sf(self.chi2, dof))
+
+    def bent(self) -> float | None:
+        """The misfit's p where it is below ``BENT_BELOW`` (the points lie off the line),
+        else None."""
+        p = self.misfit()
+        return p if p is not None and p < BENT_BELOW else None
 
     def towards(self, paper: float) -> bool | None:
         """Whether the line moves towards the paper's Δ as the data grows beyond the largest
@@ -219,16 +226,19 @@ def _trend_sentence(curve: Curve) -> str:
     return text + f"; it meets {reach}."
 
 
+def p_text(p: float) -> str:
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
 def _misfit(t: Trend) -> str:
     """What the points' distance from the line says of the line (a curve that bends, or
-    steps, fits no line): said where p < 0.05."""
-    p = t.misfit()
-    if p is None or p >= 0.05:
+    steps, fits no line): said where p < ``BENT_BELOW``."""
+    p = t.bent()
+    if p is None:
         return ""
-    shown = "< 0.001" if p < 0.001 else f"{p:.3f}"
     return (
         f" (the points lie off this line beyond their intervals: χ² {t.chi2:.1f} on "
-        f"{t.points - 2} degrees of freedom, p {shown}; Δ does not move as a line in "
+        f"{t.points - 2} degrees of freedom, p {p_text(p)}; Δ does not move as a line in "
         "log10(pairs), and the line's slope and crossing do not describe the curve)"
     )
 

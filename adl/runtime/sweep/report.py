@@ -26,6 +26,17 @@ def report(target: str | Path, results: str | Path | None = None, title: bool = 
     return markdown(build(plan, kept), title=title)
 
 
+def pictures(
+    target: str | Path, folder: str | Path, results: str | Path | None = None
+) -> list[Path]:
+    """The sweep's pictures (:func:`adl.runtime.sweep.pictures.draw`) drawn from its result
+    files alone into ``folder``: those a document shows are committed from here."""
+    from adl.runtime.sweep.pictures import draw
+
+    spec, plan, kept = load_plan(target, None, results)
+    return draw(build(plan, kept), Path(folder))
+
+
 def update_doc(
     path: str | Path, results: str | Path | None = None, write: bool = True
 ) -> list[str]:
