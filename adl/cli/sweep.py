@@ -169,12 +169,15 @@ def _report(specs: list[str], args: argparse.Namespace) -> int:
         return 0
     if len(specs) != 1:
         raise UsageError("adl sweep report takes one SPEC")
-    print(report(specs[0], args.results), end="")
-    if args.pictures:
-        from adl.runtime.sweep.report import pictures
+    if not args.pictures:
+        print(report(specs[0], args.results), end="")
+        return 0
+    from adl.runtime.sweep.report import report_and_pictures
 
-        for path in pictures(specs[0], args.pictures, args.results):
-            print(f"picture: {path}")
+    text, drawn = report_and_pictures(specs[0], args.pictures, args.results)
+    print(text, end="")
+    for path in drawn:
+        print(f"picture: {path}")
     return 0
 
 

@@ -1,5 +1,5 @@
 """The cells a sweep's tables share (markdown.py's table, regime_report.py's curves): a Δ with
-its interval, and the verdict it implies, written the same way in both."""
+its interval, the verdict it implies and a p value, written the same way in both."""
 
 from __future__ import annotations
 
@@ -13,6 +13,13 @@ def within(delta: float | None, low: float | None, high: float | None) -> str:
     if low is None or high is None:
         return f"{delta:+.2f} [–]"
     return f"{delta:+.2f} [{low:+.2f}, {high:+.2f}]"
+
+
+def p_cell(value: float | None) -> str:
+    """``0.012``; ``< 0.001`` below it; empty where there is none."""
+    if value is None:
+        return ""
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
 
 
 def verdict_cell(verdict: str | None, low: float | None) -> str:

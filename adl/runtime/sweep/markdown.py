@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from adl.runtime.sweep.cells import FEW_RUNS, verdict_cell, within
+from adl.runtime.sweep.cells import FEW_RUNS, p_cell, verdict_cell, within
 from adl.runtime.sweep.seeding import FIRST_LOOK
 from adl.runtime.sweep.significance import LEVEL
 from adl.runtime.sweep.spec import Spec
@@ -90,8 +90,8 @@ def markdown(table: Table, title: bool = True) -> str:
                     within(v["delta_bleu"], v["bleu_low"], v["bleu_high"]),
                     _sides(v),
                     verdict_cell(v["verdict"], v["bleu_low"]),
-                    _p(v["p_bleu"]),
-                    _p(v["p_bleu_sentences"]),
+                    p_cell(v["p_bleu"]),
+                    p_cell(v["p_bleu_sentences"]),
                     within(v["delta_chrf"], v["chrf_low"], v["chrf_high"]),
                     str(paper) if paper is not None else "–",
                     _claim(v),
@@ -255,12 +255,6 @@ def _pm(mean: float | None, std: float | None) -> str:
 
 def _signed(value: float | None) -> str:
     return "" if value is None else f"{value:+.2f}"
-
-
-def _p(value: float | None) -> str:
-    if value is None:
-        return ""
-    return "< 0.001" if value < 0.001 else f"{value:.3f}"
 
 
 def _int(value: float | None) -> str:

@@ -11,13 +11,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from adl.runtime.run.figures import DPI
-from adl.runtime.sweep.regime_report import curves, p_text
+from adl.runtime.sweep.cells import p_cell
+from adl.runtime.sweep.regime_report import curves
 from adl.runtime.sweep.table import Table
 
 
-def draw(table: Table, folder: Path | None = None) -> list[Path]:
-    """regime-SYSTEM.png in ``folder`` (default: the sweep folder's pictures/) for each curve
-    with at least one Δ."""
+def draw(table: Table, folder: Path) -> list[Path]:
+    """regime-SYSTEM.png in ``folder`` for each curve with at least one Δ."""
     out = []
     for curve in curves(table):
         shown = [
@@ -53,7 +53,7 @@ def draw(table: Table, folder: Path | None = None) -> list[Path]:
             bent = t.bent()
             label = "trend (hypothesis)"
             if bent is not None:
-                label = f"trend (hypothesis; the points lie off it, p {p_text(bent)})"
+                label = f"trend (hypothesis; the points lie off it, p {p_cell(bent)})"
             ax.plot(grid, [t.at(x) for x in grid], "--", color="tab:gray", label=label)
             if t.crossing is not None and t.crossing <= right:
                 ax.axvline(t.crossing, color="tab:gray", linewidth=0.6)
@@ -63,7 +63,7 @@ def draw(table: Table, folder: Path | None = None) -> list[Path]:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
         ax.set_title(f"{table.plan.spec.name}: {curve.system} against {curve.against}", fontsize=9)
-        path = (folder or table.plan.out / "pictures") / f"regime-{curve.system}.png"
+        path = folder / f"regime-{curve.system}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=DPI, format="png")
         out.append(path)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from adl.runtime.sweep.cells import verdict_cell, within
+from adl.runtime.sweep.cells import p_cell, verdict_cell, within
 from adl.runtime.sweep.table import Table
 
 TREND_LEVEL = 0.95  # the crossing's range
@@ -145,9 +145,14 @@ def fit(points: list[Point], paper: float | None) -> Trend | None:
     var_b = 1 / sxx
     var_a = 1 / sw + mx**2 / sxx
     cov_ab = -mx / sxx
-    chi2 = sum(w * (y - a - b * x) ** 2 for w, x, y in zip(ws, xs, ys))
-    trend = Trend(a, b, [[var_a, cov_ab], [cov_ab, var_b]], (10 ** min(xs), 10 ** max(xs)))
-    trend.chi2, trend.points = chi2, len(use)
+    trend = Trend(
+        a,
+        b,
+        [[var_a, cov_ab], [cov_ab, var_b]],
+        (10 ** min(xs), 10 ** max(xs)),
+        chi2=sum(w * (y - a - b * x) ** 2 for w, x, y in zip(ws, xs, ys)),
+        points=len(use),
+    )
     if paper is not None and b != 0:
         x = (paper - a) / b
         trend.crossing = 10**x if x < 12 else None
@@ -226,10 +231,6 @@ def _trend_sentence(curve: Curve) -> str:
     return text + f"; it meets {reach}."
 
 
-def p_text(p: float) -> str:
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
-
-
 def _misfit(t: Trend) -> str:
     """What the points' distance from the line says of the line (a curve that bends, or
     steps, fits no line): said where p < ``BENT_BELOW``."""
@@ -238,7 +239,7 @@ def _misfit(t: Trend) -> str:
         return ""
     return (
         f" (the points lie off this line beyond their intervals: χ² {t.chi2:.1f} on "
-        f"{t.points - 2} degrees of freedom, p {p_text(p)}; Δ does not move as a line in "
+        f"{t.points - 2} degrees of freedom, p {p_cell(p)}; Δ does not move as a line in "
         "log10(pairs), and the line's slope and crossing do not describe the curve)"
     )
 

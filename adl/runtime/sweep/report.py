@@ -15,26 +15,31 @@ from pathlib import Path
 from adl.runtime.docblocks import pattern, rewrite
 from adl.runtime.sweep.markdown import markdown
 from adl.runtime.sweep.planning import load_plan
-from adl.runtime.sweep.table import build
+from adl.runtime.sweep.table import Table, build
 
 BLOCK = pattern("adl sweep report", r"\S+")
 
 
 def report(target: str | Path, results: str | Path | None = None, title: bool = True) -> str:
     """The Markdown table of a spec (a file or a bundled spec's name) from its result files."""
-    spec, plan, kept = load_plan(target, None, results)
-    return markdown(build(plan, kept), title=title)
+    return markdown(_table(target, results), title=title)
 
 
-def pictures(
+def report_and_pictures(
     target: str | Path, folder: str | Path, results: str | Path | None = None
-) -> list[Path]:
-    """The sweep's pictures (:func:`adl.runtime.sweep.pictures.draw`) drawn from its result
-    files alone into ``folder``: those a document shows are committed from here."""
+) -> tuple[str, list[Path]]:
+    """:func:`report`, and the sweep's pictures (:func:`adl.runtime.sweep.pictures.draw`)
+    drawn from the same table into ``folder``: those a document shows are committed from
+    here."""
     from adl.runtime.sweep.pictures import draw
 
+    table = _table(target, results)
+    return markdown(table), draw(table, Path(folder))
+
+
+def _table(target: str | Path, results: str | Path | None) -> Table:
     spec, plan, kept = load_plan(target, None, results)
-    return draw(build(plan, kept), Path(folder))
+    return build(plan, kept)
 
 
 def update_doc(
