@@ -297,7 +297,9 @@ class SelfAttention(DotAttention):
             band = patterns.band(queries, self.window).to(device=device, dtype=torch.bool)
             return (band if pad is None else band & pad), False
         if ctx.state is not None and ctx.state.static and self.window is None:
-            return ctx.state.key_mask(queries, device), False  # the keys written so far
+            if queries == 1 and not ctx.state.whole:
+                return None, False  # one new position sees every key written so far
+            return ctx.state.key_mask(queries, keys, device), False  # the keys written so far
         if queries == 1 and (self.window is None or keys <= self.window):
             return None, False  # one new position sees all (a window's cache holds k - 1)
         if self.window is None:

@@ -183,37 +183,61 @@ def move_rows(buffers: tuple[Tensor, ...], moves: tuple[Tensor, Tensor] | None) 
 class StaticPrefix:
     """Keys and values of the target prefix in buffers of a fixed number of positions,
     (B, H, capacity, d) each, that a decoding step writes at the state's position (a
-    tensor, :attr:`DecodeState.position`). A step attends to the whole buffers, the
-    positions not yet written masked (:meth:`DecodeState.key_mask`): its shapes and the
-    Python values it reads stay the same from one step to the next, which a compiled step
-    needs to run one graph for all of them (and a CUDA graph to be replayed). The buffers
-    are made at the first ``append`` and start zeroed (a masked key's weight is exactly 0,
-    and 0 times an unwritten value must not be NaN)."""
+    tensor, :attr:`DecodeState.position`), for a compiled step (:meth:`DecodeState.make_static`).
 
-    def __init__(self, capacity: int, position: Tensor) -> None:
+    Two ways to read them. ``whole`` (CUDA graphs, which replay one shape): a step attends
+    to the whole buffers, the positions not yet written masked (:meth:`DecodeState.key_mask`),
+    so that its shapes and the Python values it reads stay the same from one step to the
+    next; the buffers start zeroed (a masked key's weight is exactly 0, and 0 times an
+    unwritten value must not be NaN). Otherwise a step attends to the positions written so
+    far (views of the buffers, as long as the state's ``offset`` says: a dynamic size of
+    the compiled graph), and a reorder copies only those: on a CPU, attending to a whole
+    buffer about twice as long as the translation and copying it whole at every reorder
+    cost more than the compiled step saved (:mod:`adl.runtime.decode.compiled`)."""
+
+    def __init__(self, capacity: int, state: DecodeState) -> None:
         self.capacity = capacity
-        self.position = position
+        self.state = state
         self.k: Tensor | None = None
         self.v: Tensor | None = None
 
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        state = self.state
+        assert state.position is not None  # a static state's
         if self.k is None or self.v is None:
             b, h, _, d = k.shape
-            self.k, self.v = (self._buffer(t.new_zeros(b, h, self.capacity, d)) for t in (k, v))
-        at = self.position + torch.arange(k.size(2), device=k.device)
+            make = (
+                (lambda t: t.new_zeros(b, h, self.capacity, d))
+                if state.whole
+                else (lambda t: t.new_empty(b, h, self.capacity, d))
+            )
+            self.k, self.v = (self._buffer(make(t)) for t in (k, v))
+        at = state.position + torch.arange(k.size(2), device=k.device)
         self.k.index_copy_(2, at, k)
         self.v.index_copy_(2, at, v)
-        return self.k, self.v
+        if state.whole:
+            return self.k, self.v
+        written = state.offset + k.size(2)
+        return self.k[:, :, :written], self.v[:, :, :written]
 
     def reorder(self, index: Tensor, in_place: bool = False, moves: RowMoves | None = None) -> None:
-        """Keep rows ``index``, as :meth:`Prefix.reorder` (whole buffers: the number of
-        positions written is not known on the host)."""
+        """Keep rows ``index``, as :meth:`Prefix.reorder`: the whole buffers where the step
+        reads them whole, else the positions written so far."""
         if self.k is None or self.v is None:
             return
+        used = self.capacity if self.state.whole else self.state.offset
         if in_place and index.numel() == self.k.size(0):
-            move_rows((self.k, self.v), (moves or RowMoves(index)).found)
+            move_rows((self.k[:, :, :used], self.v[:, :, :used]), (moves or RowMoves(index)).found)
             return
-        self.k, self.v = (self._buffer(t.index_select(0, index)) for t in (self.k, self.v))
+        if self.state.whole:
+            self.k, self.v = (self._buffer(t.index_select(0, index)) for t in (self.k, self.v))
+            return
+        kept = []
+        for old in (self.k, self.v):
+            new = old.new_empty(index.numel(), *old.shape[1:])
+            torch.index_select(old[:, :, :used], 0, index, out=new[:, :, :used])
+            kept.append(self._buffer(new))
+        self.k, self.v = kept
 
     @staticmethod
     def _buffer(t: Tensor) -> Tensor:
@@ -256,19 +280,23 @@ class DecodeState:
         self.cache: dict[int, dict[str, Any]] = {}
         self.source: dict[int, dict[str, Any]] = {}
         self.offset = 0  # positions already decoded
-        # a static cache (make_static): its number of positions, and the offset as a tensor
+        # a static cache (make_static): its number of positions, the offset as a tensor, and
+        # whether a step reads the whole buffers
         self.capacity: int | None = None
         self.position: Tensor | None = None
+        self.whole = False
 
-    def make_static(self, capacity: int, device: torch.device | str) -> None:
+    def make_static(self, capacity: int, device: torch.device | str, whole: bool = False) -> None:
         """Hold the target prefix in buffers of ``capacity`` positions
-        (:class:`StaticPrefix`), before the first step: every step then has the same
-        shapes. Self-attention layers attend to the whole buffers with
-        :meth:`key_mask`; positional layers read :attr:`position`."""
+        (:class:`StaticPrefix`), before the first step; positional layers read
+        :attr:`position`. ``whole``: self-attention layers attend to the whole buffers with
+        :meth:`key_mask`, and every step has the same shapes (CUDA graphs); else to the
+        positions written so far."""
         if self.cache or self.offset:
             raise RuntimeError("a decoding state becomes static before its first step")
         self.capacity = capacity
         self.position = torch.zeros((), dtype=torch.long, device=device)
+        self.whole = whole
 
     @property
     def static(self) -> bool:
@@ -278,14 +306,15 @@ class DecodeState:
         """A new cache of a self-attention layer's keys and values."""
         if self.capacity is None or self.position is None:
             return Prefix()
-        return StaticPrefix(self.capacity, self.position)
+        return StaticPrefix(self.capacity, self)
 
-    def key_mask(self, queries: int, device: torch.device) -> Tensor:
-        """(1, 1, queries, capacity): True where query i (at position + i) may see a key of
-        a static cache: the keys written so far, its own included."""
-        assert self.capacity is not None and self.position is not None
+    def key_mask(self, queries: int, keys: int, device: torch.device) -> Tensor:
+        """(1, 1, queries, keys): True where query i (at position + i) may see a key of a
+        static cache (the first ``keys`` positions): the keys written so far, its own
+        included."""
+        assert self.position is not None
         q = self.position + torch.arange(queries, device=device).unsqueeze(1)
-        return (torch.arange(self.capacity, device=device) <= q)[None, None]
+        return (torch.arange(keys, device=device) <= q)[None, None]
 
     def position_ids(self, length: int, device: torch.device) -> Tensor:
         """(1, length): the positions of a step's inputs, from the tensor of a static state

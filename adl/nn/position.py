@@ -32,13 +32,35 @@ class SinusoidalPositions(Layer):
         self.drop = Dropout(dropout)
         # decoding: the sinusoids of each step, made once (see ``steps``)
         self.made: dict[tuple[int, int, torch.device, torch.dtype], Tensor] = {}
+        # a static cache's steps: the sinusoids of every position up to its capacity
+        self.tables: dict[tuple[torch.device, torch.dtype], Tensor] = {}
 
     def forward(self, x: Tensor, ctx: Context) -> Tensor:
-        if ctx.state is not None and ctx.positions is None and not ctx.state.static:
+        state = ctx.state
+        if state is not None and ctx.positions is None and not state.static:
             p = self.steps(ctx, x)  # (1, T, D)
+        elif state is not None and ctx.positions is None and state.capacity is not None:
+            table = self.table(state.capacity, x)  # a static cache's steps: rows of a table
+            p = table[ctx.position_ids(x.size(1), x.device)]  # (1, T, D)
         else:
             p = sinusoids(ctx.position_ids(x.size(1), x.device), self.d).to(x.dtype)  # (B|1, T, D)
         return self.drop(self.scale * x + p)  # dropout(√d · h_t + p_t)
+
+    def table(self, positions: int, x: Tensor) -> Tensor:
+        """The sinusoids of positions 0 .. at least ``positions`` - 1, (N, D), for a step of
+        a static cache (:mod:`adl.runtime.decode.compiled`), whose position is a tensor: one
+        row a position, made as :meth:`steps` makes it (the same values, bit for bit), so
+        that a compiled step indexes a table where it computed a power, a sine and a cosine
+        of every row at every step. N grows by doubling; the table is made outside the
+        compiled graph, at a batch's first step, which runs eagerly."""
+        key = (x.device, x.dtype)
+        found = self.tables.get(key)
+        if found is None or found.size(0) < positions:
+            rows = max(64, 1 << (positions - 1).bit_length())
+            made = [sinusoids(torch.tensor([[i]], device=x.device), self.d) for i in range(rows)]
+            found = torch.cat(made, 1)[0].to(x.dtype)
+            self.tables[key] = found
+        return found
 
     def steps(self, ctx: Context, x: Tensor) -> Tensor:
         """The sinusoids of a decoding step's positions, computed by the same operations as

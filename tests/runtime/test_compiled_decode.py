@@ -19,10 +19,11 @@ LEARNED = (
 MLP = "pos -> res_d(mh_dot_self_att) -> concat(id, mlp_src_att) -> ff"
 
 
-def static(model, len_a=1.0, len_b=12):
+def static(model, len_a=1.0, len_b=12, mode="default"):
     """The step over a static cache, run eagerly (``compiled`` is the uncompiled step): the
-    cache and masks without torch.compile."""
-    steps = CompiledStep(model)
+    cache and masks without torch.compile. ``mode`` reduce-overhead: the whole buffers read
+    (CUDA graphs' shapes), default: the positions written so far."""
+    steps = CompiledStep(model, mode)
     steps.compiled = steps.next_logp
     steps.plan(len_a, len_b, None)
     return steps
@@ -47,13 +48,16 @@ MODELS = {
 }
 
 
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
 @pytest.mark.parametrize("name", MODELS)
-def test_a_static_cache_finds_the_translations_of_the_growing_one(name):
-    """Greedy and beam search (nbest 3) over two batches: the tokens of every hypothesis and
-    their scores (to float32 rounding: the masked keys change the order of no sum, but the
-    fused attention may block them otherwise)."""
+def test_a_static_cache_finds_the_translations_of_the_growing_one(name, mode):
+    """Greedy and beam search (nbest 3) over two batches, reading the positions written so
+    far (default) or the whole buffers (reduce-overhead's CUDA graphs): the tokens of every
+    hypothesis and their scores (to float32 rounding: the masked keys change the order of no
+    sum, but the fused attention may block them otherwise)."""
     model = MODELS[name]()
-    steps = static(model)
+    steps = static(model, mode=mode)
+    assert steps.whole == (mode == "reduce-overhead")
     for seed, n in ((1, 5), (4, 9)):
         src = sources(n, seed)
         assert greedy(steps, src, None, 12) == greedy(model, src, None, 12)
@@ -76,6 +80,42 @@ def test_the_cache_holds_the_search_s_longest_translation_rounded_up():
     assert steps.capacity(8) == BUCKET
     memory, state = steps.start(pad_batch([[5, 6, 7]]))
     assert state.static and state.capacity == BUCKET
+
+
+@torch.no_grad()
+def test_a_step_reads_the_positions_written_and_a_reorder_copies_only_those():
+    """Reading the written positions: each step's keys are the growing cache's (the same
+    values, as long as the positions decoded), a sinusoid is its table's row (the eager
+    step's value, bit for bit), and a reorder that drops a row and one that keeps every row
+    (a beam's, in place) leave the written positions as the growing cache's reorders do."""
+    model = build("transformer")
+    steps = static(model)
+    src = sources(3, 0)
+    memory, state = steps.start(src)
+    memory_eager, eager = model.start(src)
+    token = torch.tensor([5, 6, 7])
+    for t in range(4):
+        steps.step(token, memory, state)
+        model.step(token, memory_eager, eager)
+        if t == 1:
+            state.reorder(torch.tensor([1, 1, 0]), in_place=True)
+            eager.reorder(torch.tensor([1, 1, 0]), in_place=True)
+        if t == 2:
+            keep = torch.tensor([2, 0])
+            state.reorder(keep)
+            eager.reorder(keep)
+            memory, memory_eager = memory.reorder(keep), memory_eager.reorder(keep)
+            token = token[:2]
+    assert state.offset == eager.offset == 4 and not state.whole
+    for key, entry in state.cache.items():
+        prefix, grown = entry["prefix"], eager.cache[key]["prefix"]
+        assert prefix.k.size(2) == state.capacity > 4
+        assert torch.equal(prefix.k[:, :, :4], grown.k[:, :, :4])
+        assert torch.equal(prefix.v[:, :, :4], grown.v[:, :, :4])
+    positions = model.decoder.chain.layers[0]
+    table = next(iter(positions.tables.values()))
+    assert table.size(0) >= state.capacity
+    assert torch.equal(table[3], positions.made[(3, 1, torch.device("cpu"), torch.float32)][0, 0])
 
 
 def test_a_step_past_the_cache_is_refused():
@@ -125,8 +165,9 @@ def test_an_unknown_mode_and_an_ensemble_are_refused():
 def test_the_compiled_step_is_one_graph_and_translates_as_the_eager_search():
     """torch.compile over the static cache: three batches of other sizes (rows, source
     widths, cache positions), greedy and beam 3; the same tokens as the model's own step; no
-    graph break, and two graphs in all (the first, and the one whose number of rows is
-    symbolic after the rows first change) whatever the batch."""
+    graph break, and at most two graphs in all whatever the batch (the rows and the
+    positions written so far are dynamic sizes from the first graph; torch gives a size of
+    1 a graph of its own)."""
     from torch._dynamo.utils import counters
 
     torch._dynamo.reset()

@@ -4,25 +4,33 @@
 :class:`~adl.runtime.decode.search.FullRecompute` has), so greedy and beam search run it
 unchanged. Its state is static (:meth:`adl.nn.context.DecodeState.make_static`): the
 self-attention layers keep their keys and values in buffers of a fixed number of positions
-(the batch's longest translation, rounded up to :data:`BUCKET`) and attend to the whole
-buffers with the positions not yet written masked; the step's position is a tensor. From
-one step to the next, the step then has the same shapes and reads no changing Python number,
-so ``torch.compile`` makes one graph for all of them (the number of rows, which falls as
-sentences finish, becomes a symbolic size). The first step of a batch, which makes the
-buffers and projects the source, runs eagerly. On a GPU the buffers' addresses are marked
-static, so that ``reduce-overhead``'s CUDA graphs may write them in place, and each step
-tells the graphs that the last step's outputs are used up; a GPU has yet to run it
-(``python bench/cuda_check.py --compiled reduce-overhead`` checks its translations there).
+(the batch's longest translation, rounded up to :data:`BUCKET`), written in place at the
+step's position, which is a tensor; a sinusoidal position layer reads its row of a table.
+The first step of a batch, which makes the buffers and projects the source, runs eagerly.
+
+Two kinds of graph, by mode. ``reduce-overhead`` and ``max-autotune`` replay CUDA graphs on
+a GPU, which need one shape for every step: each step attends to the whole buffers with the positions not yet written
+masked, and reads no changing Python number; the buffers' addresses are marked static, so
+that the graphs may write them in place, and each step tells the graphs that the last
+step's outputs are used up (a GPU has yet to run it: ``python bench/cuda_check.py
+--compiled reduce-overhead`` checks its translations there). The other modes compile with
+dynamic shapes (``dynamic=True``: the rows, which fall as sentences finish, and the
+positions written so far are symbolic sizes) and attend to the positions written so far;
+a cache reorder copies only those, and a beam's hypotheses share their sentence's source
+row (:meth:`CompiledStep.can_share_source`, as the eager model's do). Attending to whole
+buffers (about twice a translation's length), copying them whole at every reorder, a copy of
+the source a hypothesis, and a power, a sine and a cosine a row at every step (where a
+sinusoid is now a row of a table) are what made the compiled step slower than the eager one
+on this machine's CPU before (docs/results/bench/inference_demo_compiled.json: 0.87x greedy,
+0.88x at beam 4); ``bench/inference.py --compiled default`` measures the two.
 
 ``adl.load_model(run, compiled="default")`` decodes through it (``compiled`` is the
-``torch.compile`` mode: ``default``, ``reduce-overhead``, which replays CUDA graphs on a
-GPU, or ``max-autotune``). The translations are those of the eager search (tests/runtime/
-test_compiled_decode.py compares them); on this machine's CPU it is slower than the eager
-step for the demo's model (docs/results/bench/inference_demo_compiled.json: 0.87x greedy,
-0.88x at beam 4), so the eager search stays the default. The layers it takes are those whose
-step reads nothing but the cache: dot-product self-attention without a window (soft or
-hard), source attention, positions, feed-forward, norms and the structure around them;
-a model with another layer kind in its decoder is refused by name.
+``torch.compile`` mode: ``default``, ``reduce-overhead`` or ``max-autotune``). The
+translations are those of the eager search (tests/runtime/test_compiled_decode.py compares
+them). The layers it takes are those whose step reads nothing but the cache: dot-product
+self-attention without a window (soft or hard), source attention, positions, feed-forward,
+norms and the structure around them; a model with another layer kind in its decoder is
+refused by name.
 """
 
 from __future__ import annotations
@@ -87,6 +95,7 @@ SUPPORTED: tuple[type[Layer], ...] = (
 BUCKET = 16
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+CUDA_GRAPHS = ("reduce-overhead", "max-autotune")  # the modes that replay CUDA graphs on a GPU
 
 
 def unsupported(model: Any) -> list[str]:
@@ -136,7 +145,16 @@ class CompiledStep:
         self.limit = learned_limit(model.decoder)  # learn_pos's target positions
         defaults = SearchOptions()  # until plan() says otherwise
         self.lengths: tuple[float, int, int | None] = (defaults.len_a, defaults.len_b, None)
-        self.compiled = torch.compile(self.next_logp, mode=mode)
+        # CUDA graphs replay one shape: whole buffers; else the written positions, dynamic
+        self.whole = mode in CUDA_GRAPHS
+        self.compiled = torch.compile(
+            self.next_logp, mode=mode, dynamic=None if self.whole else True
+        )
+
+    def can_share_source(self) -> bool:
+        """Whether a beam's hypotheses may share their sentence's source row: the model's
+        answer (:meth:`adl.nn.model.Seq2Seq.can_share_source`)."""
+        return self.model.can_share_source()
 
     def plan(self, len_a: float, len_b: int, cap: int | None) -> None:
         """The next searches' length rule: at most ``len_a`` x source length + ``len_b``
@@ -162,7 +180,7 @@ class CompiledStep:
 
     def start(self, src: Tensor, src_words: Tensor | None = None) -> tuple[Memory, DecodeState]:
         memory, state = self.model.start(src, src_words)
-        state.make_static(self.capacity(src.size(1)), src.device)
+        state.make_static(self.capacity(src.size(1)), src.device, whole=self.whole)
         return memory, state
 
     def step(self, tokens: Tensor, memory: Memory, state: DecodeState) -> Tensor:
@@ -185,7 +203,7 @@ class CompiledStep:
         if state.offset == 0:
             logp = self.next_logp(tokens, memory, state)
         else:
-            if self.mode == "reduce-overhead":  # the last step's outputs are used up
+            if self.mode in CUDA_GRAPHS:  # the last step's outputs are used up
                 torch.compiler.cudagraph_mark_step_begin()
             logp = self.built(tokens, memory, state)
         state.advance(1)
