@@ -206,12 +206,11 @@ class StaticPrefix:
         assert state.position is not None  # a static state's
         if self.k is None or self.v is None:
             b, h, _, d = k.shape
-            make = (
-                (lambda t: t.new_zeros(b, h, self.capacity, d))
-                if state.whole
-                else (lambda t: t.new_empty(b, h, self.capacity, d))
+            # whole buffers are read masked: zeroed, so that 0 x an unwritten value is 0
+            self.k, self.v = (
+                self._buffer((t.new_zeros if state.whole else t.new_empty)(b, h, self.capacity, d))
+                for t in (k, v)
             )
-            self.k, self.v = (self._buffer(make(t)) for t in (k, v))
         at = state.position + torch.arange(k.size(2), device=k.device)
         self.k.index_copy_(2, at, k)
         self.v.index_copy_(2, at, v)

@@ -9,20 +9,21 @@ step's position, which is a tensor; a sinusoidal position layer reads its row of
 The first step of a batch, which makes the buffers and projects the source, runs eagerly.
 
 Two kinds of graph, by mode. ``reduce-overhead`` and ``max-autotune`` replay CUDA graphs on
-a GPU, which need one shape for every step: each step attends to the whole buffers with the positions not yet written
-masked, and reads no changing Python number; the buffers' addresses are marked static, so
-that the graphs may write them in place, and each step tells the graphs that the last
-step's outputs are used up (a GPU has yet to run it: ``python bench/cuda_check.py
---compiled reduce-overhead`` checks its translations there). The other modes compile with
-dynamic shapes (``dynamic=True``: the rows, which fall as sentences finish, and the
-positions written so far are symbolic sizes) and attend to the positions written so far;
-a cache reorder copies only those, and a beam's hypotheses share their sentence's source
-row (:meth:`CompiledStep.can_share_source`, as the eager model's do). Attending to whole
-buffers (about twice a translation's length), copying them whole at every reorder, a copy of
-the source a hypothesis, and a power, a sine and a cosine a row at every step (where a
-sinusoid is now a row of a table) are what made the compiled step slower than the eager one
-on this machine's CPU before (docs/results/bench/inference_demo_compiled.json: 0.87x greedy,
-0.88x at beam 4); ``bench/inference.py --compiled default`` measures the two.
+a GPU, which need one shape for every step: each step attends to the whole buffers with
+the positions not yet written masked, and reads no changing Python number; the buffers'
+addresses are marked static, so that the graphs may write them in place, and each step
+tells the graphs that the last step's outputs are used up (a GPU has yet to run it:
+``python bench/cuda_check.py --compiled reduce-overhead`` checks its translations there).
+The other modes compile with dynamic shapes (``dynamic=True``: the rows, which fall as
+sentences finish, and the positions written so far are symbolic sizes) and attend to the
+positions written so far; a cache reorder copies only those, and a beam's hypotheses
+share their sentence's source row (:meth:`CompiledStep.can_share_source`, as the eager
+model's do). Attending to whole buffers (about twice a translation's length), copying them
+whole at every reorder, a copy of the source a hypothesis, and a power, a sine and a cosine
+a row at every step (where a sinusoid is now a row of a table) are what made the compiled
+step slower than the eager one on this machine's CPU before
+(docs/results/bench/inference_demo_compiled.json: 0.87x greedy, 0.88x at beam 4);
+``bench/inference.py --compiled default`` measures the two.
 
 ``adl.load_model(run, compiled="default")`` decodes through it (``compiled`` is the
 ``torch.compile`` mode: ``default``, ``reduce-overhead`` or ``max-autotune``). The
