@@ -52,11 +52,13 @@ class SinusoidalPositions(Layer):
         row a position, made as :meth:`steps` makes it (the same values, bit for bit), so
         that a compiled step indexes a table where it computed a power, a sine and a cosine
         of every row at every step. N grows by doubling; the table is made outside the
-        compiled graph, at a batch's first step, which runs eagerly."""
+        compiled graph, at a batch's first step, which runs eagerly; it has
+        :data:`TABLE_ROWS` rows at least, as its length is a shape the graph is made for
+        (a longer table: another graph)."""
         key = (x.device, x.dtype)
         found = self.tables.get(key)
         if found is None or found.size(0) < positions:
-            rows = max(64, 1 << (positions - 1).bit_length())
+            rows = max(TABLE_ROWS, 1 << (positions - 1).bit_length())
             made = [sinusoids(torch.tensor([[i]], device=x.device), self.d) for i in range(rows)]
             found = torch.cat(made, 1)[0].to(x.dtype)
             self.tables[key] = found
@@ -78,6 +80,9 @@ class SinusoidalPositions(Layer):
 
 
 STEPS_KEPT = 4096  # decoding steps' sinusoids a layer keeps (a few MB at d_model 512)
+# a static cache's table of sinusoids has this many positions at least (2 MB at d_model
+# 512): every translation of a source of up to a few hundred tokens, one graph for all
+TABLE_ROWS = 1024
 
 
 @implements("learn_pos")

@@ -166,8 +166,9 @@ def test_the_compiled_step_is_one_graph_and_translates_as_the_eager_search():
     """torch.compile over the static cache: three batches of other sizes (rows, source
     widths, cache positions), greedy and beam 3; the same tokens as the model's own step; no
     graph break, and at most two graphs in all whatever the batch (the rows and the
-    positions written so far are dynamic sizes from the first graph; torch gives a size of
-    1 a graph of its own)."""
+    positions written so far are dynamic sizes from the first graph; a beam's shared source
+    is the second; torch would give a size of 1 a graph of its own: a step of one sentence
+    runs eagerly)."""
     from torch._dynamo.utils import counters
 
     torch._dynamo.reset()
@@ -184,6 +185,14 @@ def test_the_compiled_step_is_one_graph_and_translates_as_the_eager_search():
         assert compiled == greedy(model, src, None, len_b)
         found, eager = beam(steps, src, 3, None, len_b), beam(model, src, 3, None, len_b)
         assert tokens(found) == tokens(eager)
+    # limits that leave one sentence running at the end (greedy: one row; beam: one
+    # sentence's rows around its one source row): its steps run eagerly, not as a graph
+    # made for a size of 1
+    src, limits = sources(6, 3), torch.tensor([2, 2, 3, 3, 2, 14])
+    steps.plan(1.0, 14, None)
+    assert greedy(steps, src, None, limits) == greedy(model, src, None, limits)
+    found, eager = beam(steps, src, 3, None, limits), beam(model, src, 3, None, limits)
+    assert tokens(found) == tokens(eager)
     assert not counters["graph_break"]
     assert counters["stats"]["unique_graphs"] <= 2
 

@@ -144,6 +144,7 @@ class CompiledStep:
         self.mode = mode
         self.needs_src_words = model.needs_src_words
         self.limit = learned_limit(model.decoder)  # learn_pos's target positions
+        self.dtype = next(model.parameters()).dtype
         defaults = SearchOptions()  # until plan() says otherwise
         self.lengths: tuple[float, int, int | None] = (defaults.len_a, defaults.len_b, None)
         # CUDA graphs replay one shape: whole buffers; else the written positions, dynamic
@@ -182,6 +183,9 @@ class CompiledStep:
     def start(self, src: Tensor, src_words: Tensor | None = None) -> tuple[Memory, DecodeState]:
         memory, state = self.model.start(src, src_words)
         state.make_static(self.capacity(src.size(1)), src.device, whole=self.whole)
+        # the source's additive mask, made before any graph reads it: a graph guards on the
+        # masks a memory holds, and one made inside it would be another graph's condition
+        memory.additive(self.dtype)
         return memory, state
 
     def step(self, tokens: Tensor, memory: Memory, state: DecodeState) -> Tensor:
@@ -200,8 +204,11 @@ class CompiledStep:
                 limit=self.limit,
                 length=state.offset + 1,
             )
-        # the first step makes the cache's buffers and the source's keys and values: eager
-        if state.offset == 0:
+        # the first step makes the cache's buffers and the source's keys and values: eager;
+        # so is a step of one sentence (a size of 1 is a graph of its own: torch.compile
+        # specialises it, and the batches' last sentences would make a graph each for
+        # greedy search and beam search, of at most one sentence's work a step)
+        if state.offset == 0 or tokens.size(0) == memory.group:
             logp = self.next_logp(tokens, memory, state)
         else:
             if self.mode in CUDA_GRAPHS:  # the last step's outputs are used up
