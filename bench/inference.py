@@ -94,9 +94,9 @@ class Engine:
         import adl
         from adl.runtime.decode.driver import loading_for
 
-        if self.compiled is not None:
-            return adl.load_model(self.run, device=self.device, compiled=self.compiled).search
         with loading_for(workers):
+            if self.compiled is not None:
+                return adl.load_model(self.run, device=self.device, compiled=self.compiled).search
             eager = adl.load_model(self.run, device=self.device)
             if self.int8 is None:
                 return eager.search
@@ -164,17 +164,12 @@ def measure(
     each of ``sizes`` source tokens x beam a batch (a row each); every
     pass runs alone (:func:`alone`). With N workers an engine searches N batches at once on
     threads / N threads each (ADL's own search: the ``workers`` search option; CTranslate2:
-    its ``inter_threads``); a compiled step takes one worker. The units (engine, workers,
-    batch) take turns in every round."""
+    its ``inter_threads``; a compiled step's workers are forked processes, each compiling
+    its graphs in the warm-up pass). The units (engine, workers, batch) take turns in every
+    round."""
     from sacrebleu.metrics import BLEU
 
-    units = [
-        (name, w, tokens)
-        for tokens in sizes
-        for w in workers
-        for name in found
-        if w == 1 or found[name].compiled is None  # a compiled step decodes one batch at once
-    ]
+    units = [(name, w, tokens) for tokens in sizes for w in workers for name in found]
     seconds: dict[tuple[str, int, int], list[float]] = {u: [] for u in units}
     hyps: dict[tuple[str, int, int], list[str]] = {}
     for r in range(rounds):

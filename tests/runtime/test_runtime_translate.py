@@ -10,6 +10,7 @@ from conftest import run_cli
 from runtime_helpers import train_reverse_run, translate_lines
 
 from adl.runtime.model import checkpoint as ckpt
+from adl.runtime.search_options import SearchOptions
 
 
 @pytest.fixture(scope="module")
@@ -352,7 +353,8 @@ def test_a_compiled_step_translates_as_the_eager_one(run):
     assert compiled.translate("a b c d", beam=4) == "d c b a"
 
 
-def test_compiled_refusals(run):
+def test_compiled_refusals(run, monkeypatch):
+    from adl.runtime.decode import translator
     from adl.runtime.decode.translator import load_model
     from adl.runtime.errors import ConfigError
 
@@ -361,8 +363,52 @@ def test_compiled_refusals(run):
         load_model([out, out], compiled="default")
     with pytest.raises(ConfigError, match="compiled must be one of"):
         load_model(out, compiled="fastest")
-    with pytest.raises(ConfigError, match="a compiled step decodes one batch at a time"):
+    # workers that would be threads (a GPU, or more threads than workers)
+    monkeypatch.setattr(translator, "forks_workers", lambda device, threads: False)
+    with pytest.raises(ConfigError, match="several batches at once only in forked processes"):
         load_model(out, compiled="default").translate("a b c", workers=2)
+
+
+def test_a_compiled_step_s_forked_workers_translate_as_one_search(run, monkeypatch):
+    """Forked workers search through a compiled step (its static cache, run here without
+    torch.compile), kept for it: the lines of one search with two workers, greedy and beam
+    4, as the eager model's one search; a later search takes the same workers."""
+    from adl.runtime.decode import translator, workers
+    from adl.runtime.decode.translator import load_model
+
+    for where in (translator, workers):
+        monkeypatch.setattr(where, "forks_workers", lambda device, threads: True)
+    tmp, out = run
+    lines = [" ".join("abcdefghij"[i : i + 2 + i % 5]) for i in range(9)]
+    eager, model = load_model(out), load_model(out, compiled="default")
+    model.steps.compiled = model.steps.next_logp  # the static cache, eagerly
+    for beam in (1, 4):
+        small = {"beam": beam, "max_tokens": 6 * beam}  # batches of a few lines
+        assert model.translate(lines, workers=2, **small) == eager.translate(lines, **small)
+        kept = workers._kept[model.steps][1]
+        assert model.translate(lines[:3], workers=2, **small) == eager.translate(lines[:3], **small)
+        assert workers._kept[model.steps][1] is kept
+    workers.forget(model.steps)
+
+
+def test_a_search_tells_a_compiled_step_its_length_rule_in_the_searching_process():
+    """search_batch tells the model its length rule (a compiled step's plan) where it
+    searches: a forked worker's copy of the step holds the rule of the fork's time."""
+    from adl.runtime.decode.driver import search_batch
+
+    told = []
+
+    class Planned:
+        needs_src_words = False
+
+        def plan(self, len_a, len_b, cap):
+            told.append((len_a, len_b, cap))
+            raise RuntimeError("told")
+
+    with pytest.raises(RuntimeError, match="told"):
+        options = SearchOptions(len_a=1.5, len_b=7)
+        search_batch(Planned(), None, [[5, 6]], options, "cpu", 20)
+    assert told == [(1.5, 7, 20)]
 
 
 @pytest.mark.parametrize("processes", [True, False], ids=["processes", "threads"])

@@ -98,7 +98,13 @@ def search_batch(
     device: torch.device | str,
     cap: int | None,
 ) -> list[list[Hypothesis]]:
-    """One batch's search: greedy where ``beam`` and ``nbest`` are 1, else :func:`beam`."""
+    """One batch's search: greedy where ``beam`` and ``nbest`` are 1, else :func:`beam`.
+    A model that sizes its cache by the search's length rule (a compiled step's ``plan``)
+    is told it here, in the process that searches (a forked worker's copy of the model
+    holds what it held at the fork)."""
+    plan = getattr(model, "plan", None)
+    if plan is not None:
+        plan(options.len_a, options.len_b, cap)
     src = pad_batch(sentences, device)
     words = tokenizers.word_ids(src) if getattr(model, "needs_src_words", False) else None
     lengths = torch.tensor([len(x) for x in sentences], dtype=torch.float)

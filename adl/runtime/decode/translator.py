@@ -31,6 +31,7 @@ from adl.runtime.data.tokenizer import BOS, EOS, PAD
 from adl.runtime.decode.driver import search_ids
 from adl.runtime.decode.hypotheses import Hypothesis
 from adl.runtime.decode.search import pad_batch
+from adl.runtime.decode.workers import forks_workers, threads_each
 from adl.runtime.errors import ConfigError, DataError
 from adl.runtime.search_options import SearchOptions
 
@@ -233,12 +234,16 @@ class Translator:
     def _run(self, ids, options, cap, warn, rows, numbers) -> list[list[Hypothesis]]:
         model = self.model
         if self.steps is not None:
-            if options.workers > 1:
+            if options.workers > 1 and not forks_workers(
+                self.device, threads_each(options.workers)
+            ):
                 raise ConfigError(
-                    f"workers {options.workers}: a compiled step decodes one batch at a time "
-                    "(its graphs and static cache are one search's); use workers 1"
+                    f"workers {options.workers}: a compiled step searches several batches at "
+                    "once only in forked processes (a CPU, one torch thread a worker: "
+                    f"{torch.get_num_threads()} threads here); threads of one process would "
+                    "share its graphs and static cache; use workers 1, or as many workers "
+                    "as threads"
                 )
-            self.steps.plan(options.len_a, options.len_b, cap)
             model = self.steps
         try:
             return search_ids(model, self.tokenizers, ids, options, self.device, cap=cap)

@@ -39,6 +39,22 @@ def forks_workers(device: torch.device | str, threads: int) -> bool:
     return torch.device(device).type == "cpu" and threads == 1 and "fork" in get_all_start_methods()
 
 
+def threads_each(workers: int) -> int:
+    """The torch threads each of ``workers`` workers has: the process's, shared (one at
+    least)."""
+    return max(1, torch.get_num_threads() // workers)
+
+
+def weights_of(model: Any) -> nn.Module | None:
+    """The module whose weights a search's ``model`` computes with: the model itself, or
+    a compiled step's (:class:`~adl.runtime.decode.compiled.CompiledStep`'s ``model``);
+    None for anything else."""
+    if isinstance(model, nn.Module):
+        return model
+    inner = getattr(model, "model", None)
+    return inner if isinstance(inner, nn.Module) else None
+
+
 @contextmanager
 def worker_pool(
     workers: int, search: Search, model: Any, tokenizers: Any, device: torch.device | str
@@ -51,10 +67,9 @@ def worker_pool(
     (bench/inference.py --workers measures it). Forked processes where
     :func:`forks_workers` says so (kept for ``model``: :func:`forked`), else threads, after
     which torch's threads are set back."""
-    total = torch.get_num_threads()
-    each = max(1, total // workers)
+    total, each = torch.get_num_threads(), threads_each(workers)
     if forks_workers(device, each):
-        kept = isinstance(model, nn.Module)  # else forked for this search only
+        kept = weights_of(model) is not None  # else forked for this search only
         procs = (forked if kept else Forked)(search, model, tokenizers, workers)
         try:
             yield lambda sentences, options, cap: procs.submit(sentences, options, device, cap)
@@ -97,11 +112,14 @@ class Forked:
 _kept: weakref.WeakKeyDictionary[Any, tuple[tuple, Forked]] = weakref.WeakKeyDictionary()
 
 
-def forked(search: Search, model: nn.Module, tokenizers: Any, workers: int) -> Forked:
-    """The forked workers kept for ``model``: those forked before when they were forked for
-    the same search, tokenizers, number of workers and weights (:func:`weights_stamp`), else
-    new ones (the old ones closed)."""
-    stamp = (search, id(tokenizers), workers, weights_stamp(model))
+def forked(search: Search, model: Any, tokenizers: Any, workers: int) -> Forked:
+    """The forked workers kept for ``model`` (a module, or a compiled step: each worker
+    inherits the graphs made before the fork): those forked before when they were forked
+    for the same search, tokenizers, number of workers and weights (:func:`weights_stamp`
+    of :func:`weights_of`), else new ones (the old ones closed)."""
+    weights = weights_of(model)
+    assert weights is not None, "workers are kept for a model with weights"
+    stamp = (search, id(tokenizers), workers, weights_stamp(weights))
     found = _kept.get(model)
     if found is not None and found[0] == stamp:
         return found[1]
@@ -114,7 +132,7 @@ def forked(search: Search, model: nn.Module, tokenizers: Any, workers: int) -> F
 
 def forget(model: Any) -> None:
     """Close the workers kept for ``model``, if any."""
-    found = _kept.pop(model, None) if isinstance(model, nn.Module) else None
+    found = _kept.pop(model, None) if weights_of(model) is not None else None
     if found is not None:
         found[1].close()
 
