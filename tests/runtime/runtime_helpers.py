@@ -170,3 +170,19 @@ def run_adl(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
         adl_command(*argv), capture_output=True, text=True, env=env(), timeout=timeout
     )
+
+
+KEPT: list = []  # what translate_with_kept_workers keeps alive to its process's end
+
+
+def translate_with_kept_workers(run: str) -> str:
+    """In a process of multiprocessing's own (a pool's worker): 'a b c d' translated by two
+    forked workers (two torch threads: one a worker), the model and its kept workers left
+    alive as the process ends."""
+    import torch
+
+    from adl.runtime.decode.translator import load_model
+
+    torch.set_num_threads(2)
+    KEPT.append(load_model(run))
+    return KEPT[-1].translate("a b c d", beam=4, workers=2)

@@ -430,6 +430,32 @@ def test_workers_translate_as_one_search_does(run, monkeypatch, processes):
     assert model.translate("a b c d", beam=4, workers=2) == "d c b a"
 
 
+def test_a_pool_s_worker_with_kept_workers_exits(run):
+    """A process of multiprocessing's (a pool's worker, as bench/inference.py runs each
+    pass) whose model and kept forked workers live to its end exits: the workers are
+    closed before multiprocessing joins its children, which waited on them for good."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from runtime_helpers import translate_with_kept_workers
+
+    tmp, out = run
+    pool = ProcessPoolExecutor(1, mp_context=get_context("spawn"))
+    procs = []
+    try:
+        found = pool.submit(translate_with_kept_workers, str(out)).result(timeout=300)
+        assert found == "d c b a"
+        procs = list(pool._processes.values())
+        pool.shutdown(wait=False)
+        for p in procs:
+            p.join(60)
+        assert procs and not any(p.is_alive() for p in procs)
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+
+
 def test_translate_with_workers_on_the_command_line(run, monkeypatch):
     """adl translate --workers 2: the same lines, the model loaded on one thread (no idle
     OpenMP team of the loading thread), torch's threads as they were after."""

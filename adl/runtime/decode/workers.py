@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from multiprocessing import get_all_start_methods, get_context
+from multiprocessing import get_all_start_methods, get_context, util
 from typing import Any
 
 import torch
@@ -99,12 +99,26 @@ class Forked:
         # pool kept for a model (in _kept) does not keep it alive here
         given = (search, weakref.ref(model), tokenizers)
         self.pool = ProcessPoolExecutor(workers, get_context("fork"), _adopt, given)
+        # closed when this goes, and when this process exits, before multiprocessing joins
+        # its children: a process that is itself multiprocessing's (a pool's worker) joins
+        # them before the interpreter would close the pool, and waited for good on workers
+        # kept for a model still alive (seen in bench/inference.py's processes)
+        util.Finalize(self, _close, args=(self.pool,), exitpriority=EXIT_PRIORITY)
 
     def submit(self, *args: Any) -> Future[Any]:
         return self.pool.submit(_search, *args)
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        _close(self.pool)
+
+
+# before the finalizers of the pool's own queues (priority 10: the queue that feeds the
+# workers, closed first, would not pass them the word to end)
+EXIT_PRIORITY = 20
+
+
+def _close(pool: ProcessPoolExecutor) -> None:
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 # the workers kept for each model: (what they were forked for, the workers); an entry goes
