@@ -3,6 +3,7 @@
 import io
 import shutil
 import sys
+import time
 
 import pytest
 import torch
@@ -447,8 +448,12 @@ def test_a_pool_s_worker_with_kept_workers_exits(run):
         assert found == "d c b a"
         procs = list(pool._processes.values())
         pool.shutdown(wait=False)
-        for p in procs:
-            p.join(60)
+        # asked again until a deadline, not by one join: join returns once the process has
+        # closed its end of the sentinel pipe, which it does in the kernel's exit a moment
+        # before waitpid sees it gone (and the pool's own thread reaps it too)
+        deadline = time.monotonic() + 60
+        while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert procs and not any(p.is_alive() for p in procs)
     finally:
         for p in procs:
