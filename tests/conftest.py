@@ -55,3 +55,24 @@ def project_wheel(tmp_path_factory) -> Path:
     r = subprocess.run([*command, "-w", str(out), str(ROOT)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     return next(out.glob("adl-*.whl"))
+
+
+@pytest.fixture(scope="session")
+def reverse_run_once(tmp_path_factory) -> Path:
+    """A folder with a reverse-task run of 300 steps (``run``, tied embeddings) and its data
+    (``data``), trained once for the whole session: the runtime's modules that decode a
+    trained model take a copy each (:func:`copy_of`), not a training run each."""
+    from runtime_helpers import train_reverse_run  # tests/runtime, on the path by then
+
+    tmp = tmp_path_factory.mktemp("reverse")
+    train_reverse_run(tmp, "tie_embeddings=true")
+    return tmp
+
+
+def copy_of(once: Path, tmp: Path) -> tuple[Path, Path]:
+    """(``tmp``, its run): a copy of :func:`reverse_run_once`'s folder in ``tmp``, so that
+    what one module writes beside the run no other sees."""
+    import shutil
+
+    shutil.copytree(once, tmp, dirs_exist_ok=True)
+    return tmp, tmp / "run"

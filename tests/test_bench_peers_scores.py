@@ -41,6 +41,7 @@ def test_every_benchmark_has_its_references_committed():
             assert digest == expected, f"{refs} is not the test set {folder} was scored on"
 
 
+@pytest.mark.slow  # reads every committed result file again: CI runs it (make test-slow)
 @pytest.mark.parametrize("folder", [f for f, _, _ in benchmarks()], ids=lambda f: f.name)
 def test_every_committed_score_recomputes_from_the_committed_translations(folder):
     refs_file = (

@@ -98,6 +98,7 @@ def test_every_adl_train_option_is_documented():
     assert "--init-from" in options and not missing, missing
 
 
+@pytest.mark.slow  # reads every committed result file again: CI runs it (make test-slow)
 def test_the_experiments_tables_are_the_committed_results():
     """docs/experiments.md holds one report block per bundled spec, each exactly what
     ``adl sweep report SPEC`` makes of docs/results/SPEC (regenerate with

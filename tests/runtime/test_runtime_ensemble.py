@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import run_cli
-from runtime_helpers import train_reverse_run, translate_lines
+from conftest import copy_of, run_cli
+from runtime_helpers import translate_lines
 
 import adl
 from adl.runtime.data.tokenizer import BOS, EOS
@@ -23,9 +23,9 @@ REVERSED = ["d c b a", "s r q", "j i h g f", "a s t"]
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("ensemble")
-    return tmp, train_reverse_run(tmp, "tie_embeddings=true")
+def run(tmp_path_factory, reverse_run_once):
+    """The session's reverse-task run, a copy of the module's own (its tests share it)."""
+    return copy_of(reverse_run_once, tmp_path_factory.mktemp("ensemble"))
 
 
 def perturbed(model, seed: int = 0, scale: float = 0.05):

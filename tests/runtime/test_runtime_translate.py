@@ -7,19 +7,17 @@ import time
 
 import pytest
 import torch
-from conftest import run_cli
-from runtime_helpers import train_reverse_run, translate_lines
+from conftest import copy_of, run_cli
+from runtime_helpers import translate_lines
 
 from adl.runtime.model import checkpoint as ckpt
 from adl.runtime.search_options import SearchOptions
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """A reverse-task run of 300 steps (a module's tests share it)."""
-    tmp = tmp_path_factory.mktemp("translate")
-    out = train_reverse_run(tmp)
-    return tmp, out
+def run(tmp_path_factory, reverse_run_once):
+    """The session's reverse-task run, a copy of the module's own (its tests share it)."""
+    return copy_of(reverse_run_once, tmp_path_factory.mktemp("translate"))
 
 
 def translate(monkeypatch, *argv, stdin=""):

@@ -5,8 +5,8 @@ import json
 
 import pytest
 import torch
-from conftest import run_cli
-from runtime_helpers import train_reverse_run, translate_lines
+from conftest import copy_of, run_cli
+from runtime_helpers import translate_lines
 
 import adl
 from adl.runtime.data.tokenizer import BOS, EOS
@@ -16,11 +16,9 @@ SENTENCES = ["a b c d", "q r s", "", "f g h i j", "t s a"]
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """A reverse-task run with tied output embeddings (the module's tests share it)."""
-    tmp = tmp_path_factory.mktemp("use")
-    out = train_reverse_run(tmp, "tie_embeddings=true")
-    return tmp, out
+def run(tmp_path_factory, reverse_run_once):
+    """The session's reverse-task run, a copy of the module's own (its tests share it)."""
+    return copy_of(reverse_run_once, tmp_path_factory.mktemp("use"))
 
 
 @pytest.fixture(scope="module")

@@ -68,6 +68,7 @@ def test_curves_of_a_sweep_with_no_result_say_so(tmp_path):
     assert text.endswith("No run is done yet: no result file to read.\n")
 
 
+@pytest.mark.slow  # reads every committed result file again: CI runs it (make test-slow)
 def test_the_cli_prints_the_curves_of_a_bundled_spec_from_the_committed_files():
     code, out, _ = run_cli("sweep", "curves", "you2020")
     assert code == 0 and out.startswith("# Sweep `you2020`: validation during training")

@@ -262,6 +262,7 @@ def test_the_trend_says_which_way_it_moves_against_the_papers_gap():
     assert fit(bent[:3], 0.3).misfit() is not None  # three points: one degree of freedom
 
 
+@pytest.mark.slow  # reads every committed result file again: CI runs it (make test-slow)
 def test_the_report_draws_a_regimes_pictures_from_the_committed_results(tmp_path, capsys):
     """`adl sweep report you2020_regime --pictures DIR`: the curve's picture (the one the
     docs commit) drawn from docs/results alone, no run folder, no data."""
