@@ -266,3 +266,23 @@ def test_two_workers_a_kill_and_a_restart_train_no_finished_trial_twice(tmp_path
         "compile", "--check", str(tmp_path / "best.enc.adl"), str(tmp_path / "best.dec.adl")
     )
     assert code == 0 and text.count(": ok (") == 2, err
+
+
+def test_the_report_counts_the_hours_of_the_ended_trials():
+    import datetime
+
+    from adl.runtime.search.report import spent
+
+    start = datetime.datetime(2026, 12, 1, 10, 0, 0)
+    states = optuna.trial.TrialState
+    made = [
+        optuna.trial.create_trial(state=s, value=v, user_attrs={})
+        for s, v in ((states.COMPLETE, 1.0), (states.PRUNED, None), (states.FAIL, None))
+    ]
+    for trial, minutes in zip(made, (90, 20, 10)):  # 2 hours in all
+        trial.datetime_start = start
+        trial.datetime_complete = start + datetime.timedelta(minutes=minutes)
+    running = optuna.trial.create_trial(state=states.RUNNING)
+    running.datetime_start, running.datetime_complete = start, None  # not ended: not counted
+    assert spent([*made, running]) == pytest.approx(2.0)
+    assert spent([]) == 0.0

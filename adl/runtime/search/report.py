@@ -49,6 +49,7 @@ class Report:
     rows: list[Row]  # every trial trained to the end, best BLEU first
     best: list[Row]  # the best (one objective) or the Pareto front (two)
     counts: dict[str, int] = field(default_factory=dict)
+    hours: float = 0.0  # the trials' own wall time, summed (see :func:`spent`)
     text: str = ""
     files: list[Path] = field(default_factory=list)
 
@@ -83,7 +84,7 @@ def report(folder: str | Path, *, storage: str | None = None, top: int = 5) -> R
     counts = {s.name.lower(): sum(t.state == s for t in own) for s in states}
     counts["trained"] = counts["complete"] + counts["pruned"]
     counts["skipped"] = len(trials) - len(own)
-    result = Report(folder, list(spec.objectives), rows, best, counts)
+    result = Report(folder, list(spec.objectives), rows, best, counts, spent(own))
     result.text = _markdown(result, spec.objectives)
     paths = [folder / "report.md", folder / "report.json"]
     paths[0].write_text(result.text, encoding="utf-8")
@@ -92,6 +93,17 @@ def report(folder: str | Path, *, storage: str | None = None, top: int = 5) -> R
         paths.append(draw(result, folder / "report.png"))
     result.files = paths
     return result
+
+
+def spent(trials: list[Any]) -> float:
+    """Hours the ended trials took, each from its start to its end, summed: with W workers
+    at once, about W times the wall time the search has run, over all its commands (a
+    restart's ``--hours`` counts its own command's wall time only)."""
+    total = 0.0
+    for t in trials:
+        if t.datetime_start is not None and t.datetime_complete is not None:
+            total += (t.datetime_complete - t.datetime_start).total_seconds()
+    return total / 3600
 
 
 def _first(folder: Path) -> tuple[Path, Path]:
@@ -126,7 +138,8 @@ def _markdown(r: Report, objectives: list[str]) -> str:
         f"Objectives: {', '.join(f'{o} ({OBJECTIVES[o][0]})' for o in objectives)}. "
         f"Trials: {c.get('trained', 0)} trained ({c.get('complete', 0)} complete, "
         f"{c.get('pruned', 0)} pruned), {c.get('fail', 0)} failed, {c.get('skipped', 0)} "
-        "that trained nothing (a program trained before, or one that does not check).",
+        "that trained nothing (a program trained before, or one that does not check); "
+        f"{r.hours:.1f} hours of trials (each trial's own time, summed over the workers).",
         "",
         f"| rank | trial | program | BLEU | {axis} | paper |",
         "|---|---|---|---|---|---|",
@@ -168,6 +181,7 @@ def _json(r: Report) -> dict[str, Any]:
     return {
         "objectives": r.objectives,
         "counts": r.counts,
+        "hours": r.hours,
         "best": [row(x) for x in r.best],
         "rows": [row(x) for x in r.rows],
     }
