@@ -6,6 +6,7 @@ adl search ENC.space.adl DEC.space.adl --train data/train --valid data/valid --l
            [--storage postgresql://...] [--executor slurm --slurm partition=gpu]
 adl search ENC DEC ... --out runs/search/s1       the same again: continue the study
 adl search report runs/search/s1 [--top 5]         the best programs (or the front), a picture
+adl search report --update-doc docs/search.md      the document's blocks of reports, regenerated
 adl search confirm runs/search/s1 --test data/test [--top 3] [--seeds 3]   retrain with seeds
 
 Search the programs of an encoder space and a decoder space (ADL files with choices, such as
@@ -44,6 +45,7 @@ OPTIONS = """
 --top N int 0 | report/confirm: how many programs
 --seeds N int 3 | confirm: seeds a program
 --jobs N int 1 | confirm: runs at once
+--update-doc FILE | report: rewrite every '<!-- adl search report FOLDER -->' block of FILE (FOLDER relative to FILE)
 """
 WORDS = "ENC DEC | report FOLDER | confirm FOLDER"
 WORDS_HELP = (
@@ -84,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
     from adl.runtime import search
 
     words = args.words
+    if words == ["report"] and args.update_doc:
+        return _update_doc(args.update_doc)
     if words[0] in ("report", "confirm"):
         if len(words) != 2:
             raise UsageError(f"adl search {words[0]} takes one FOLDER")
@@ -91,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
             found = search.report(words[1], storage=args.storage, top=args.top or 5)
             print(found.text, end="")
             print("\n".join(f"wrote {p}" for p in found.files))
-            return 0
+            return _update_doc(args.update_doc) if args.update_doc else 0
         if not args.test or not args.langs:
             raise UsageError("adl search confirm needs --test PREFIX and --langs SRC TGT")
         search.confirm(
@@ -124,4 +128,12 @@ def run(args: argparse.Namespace) -> int:
     done = search.run(spec, out, **budget, **where, slurm=slurm_options(args.slurm))
     trained, finished, size = done["trials"], done["programs"], done["size"]
     print(f"{out}: {trained} trials trained, {finished} of {size:,} programs finished")
+    return 0
+
+
+def _update_doc(path: str) -> int:
+    from adl.runtime.search.report import update_doc
+
+    changed = update_doc(path)
+    print(f"{path}: " + (f"updated {', '.join(changed)}" if changed else "up to date"))
     return 0

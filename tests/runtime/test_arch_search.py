@@ -286,3 +286,43 @@ def test_the_report_counts_the_hours_of_the_ended_trials():
     running.datetime_start, running.datetime_complete = start, None  # not ended: not counted
     assert spent([*made, running]) == pytest.approx(2.0)
     assert spent([]) == 0.0
+
+
+def test_a_document_block_is_the_search_report_regenerated(tmp_path):
+    from adl.runtime.search.report import update_doc
+
+    args = toy(tmp_path)
+    folder = tmp_path / "docs" / "results" / "s"
+    s = Spec(
+        ENC,
+        DEC,
+        train=[args[3] + ".src", args[3] + ".tgt"],
+        valid=[args[5] + ".src", args[5] + ".tgt"],
+        preset="tiny",
+    )
+    settle(s, folder)
+    first = Spaces(s).first()
+    (folder / "baseline").mkdir()
+    (folder / "baseline" / "first.enc.adl").write_text(first.encoder)
+    (folder / "baseline" / "first.dec.adl").write_text(first.decoder)
+    study = optuna.create_study(storage=f"sqlite:///{folder / 'study.db'}", study_name="search")
+    enc = "pos -> repeat(2, res_nd(rnn) -> res_nd(ffl)) -> norm\n"
+    for bleu, program, encoder in ((7.5, "p1", first.encoder), (9.25, "p2", enc)):
+        trial = study.ask()
+        attrs = {"program": program, "enc": encoder, "dec": first.decoder, "costs": {"params": 9}}
+        for key, value in attrs.items():
+            trial.set_user_attr(key, value)
+        study.tell(trial, bleu)
+    doc = tmp_path / "docs" / "search.md"
+    doc.write_text(
+        "# Search\n\n<!-- adl search report results/s -->\nold\n<!-- end of adl search report -->\n"
+    )
+    assert update_doc(doc) == ["results/s"]
+    text = doc.read_text()
+    assert "old" not in text and "Trials: 2 trained (2 complete, 0 pruned)" in text
+    assert "| 1 | 1 | `p2` | 9.25 |" in text and "| 2 | 0 | `p1` | 7.50 |" in text
+    assert "### 1. trial 1 (program p2)" in text and enc.strip() in text
+    assert "# Search s" not in text  # the document's own title, not the report's
+    assert update_doc(doc, write=False) == [] and not (folder / "report.md").exists()
+    code, out, err = run_cli("search", "report", "--update-doc", str(doc))
+    assert code == 0 and out.strip() == f"{doc}: up to date", err

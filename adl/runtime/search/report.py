@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from adl.runtime.docblocks import pattern, rewrite
 from adl.runtime.search.programs import structure
 from adl.runtime.search.spec import OBJECTIVES, load, optuna_module
 from adl.runtime.search.study import open_study, storage_url
 from adl.runtime.search.trial import trial_config
 
+BLOCK = pattern("adl search report", r"\S+")
 ARCHITECTURES = Path(__file__).resolve().parents[3] / "architectures"  # the source tree's
 # The papers' architectures marked in the picture: label | encoder | decoder (architectures/)
 PAPERS = """
@@ -54,9 +56,11 @@ class Report:
     files: list[Path] = field(default_factory=list)
 
 
-def report(folder: str | Path, *, storage: str | None = None, top: int = 5) -> Report:
+def report(
+    folder: str | Path, *, storage: str | None = None, top: int = 5, write: bool = True
+) -> Report:
     """The report of a search folder; writes ``report.md``, ``report.json`` and
-    ``report.png`` there."""
+    ``report.png`` there (``write=False``: nothing written)."""
     optuna = optuna_module()
     folder = Path(folder)
     spec = load(folder)
@@ -86,6 +90,8 @@ def report(folder: str | Path, *, storage: str | None = None, top: int = 5) -> R
     counts["skipped"] = len(trials) - len(own)
     result = Report(folder, list(spec.objectives), rows, best, counts, spent(own))
     result.text = _markdown(result, spec.objectives)
+    if not write:
+        return result
     paths = [folder / "report.md", folder / "report.json"]
     paths[0].write_text(result.text, encoding="utf-8")
     paths[1].write_text(json.dumps(_json(result), indent=2) + "\n", encoding="utf-8")
@@ -128,13 +134,28 @@ def _cost_axis(objectives: list[str]) -> str:
     return objectives[1] if len(objectives) > 1 else "params"
 
 
-def _markdown(r: Report, objectives: list[str]) -> str:
+def update_doc(path: str | Path, write: bool = True) -> list[str]:
+    """Rewrite every ``<!-- adl search report FOLDER -->`` block of the document at ``path``
+    (FOLDER relative to the document, as a link in it would be) from FOLDER's study; returns
+    the folders whose block changed (``write=False``: a check, nothing written)."""
+    doc = Path(path)
+
+    def fill(m: Any) -> str:
+        found = report(doc.parent / m["args"], write=False)
+        return _markdown(found, found.objectives, title=False)
+
+    return rewrite(doc, BLOCK, fill, write)
+
+
+def _markdown(r: Report, objectives: list[str], title: bool = True) -> str:
+    """The report as Markdown: a title and a section a program, or (a document's block,
+    under a section of the document) no title and the programs' sections one level down."""
     axis = _cost_axis(objectives)
     what = "Pareto front" if len(objectives) > 1 else f"best {len(r.best)}"
     c = r.counts
+    head = [f"# Search {r.folder.name}: the {what}", ""] if title else []
     lines = [
-        f"# Search {r.folder.name}: the {what}",
-        "",
+        *head,
         f"Objectives: {', '.join(f'{o} ({OBJECTIVES[o][0]})' for o in objectives)}. "
         f"Trials: {c.get('trained', 0)} trained ({c.get('complete', 0)} complete, "
         f"{c.get('pruned', 0)} pruned), {c.get('fail', 0)} failed, {c.get('skipped', 0)} "
@@ -152,7 +173,7 @@ def _markdown(r: Report, objectives: list[str]) -> str:
     for i, row in enumerate(r.best, 1):
         lines += [
             "",
-            f"## {i}. trial {row.trial} (program {row.program})",
+            f"{'##' if title else '###'} {i}. trial {row.trial} (program {row.program})",
             "",
             "```adl",
             "# encoder",
