@@ -288,3 +288,15 @@ def test_the_report_draws_a_regimes_pictures_from_the_committed_results(tmp_path
     # pictures are drawn by the report (a sweep draws its own in its folder)
     assert main(["sweep", "you2020_regime", "--pictures", str(tmp_path)]) == 2
     assert "--pictures go with 'adl sweep report'" in capsys.readouterr().err
+
+
+def test_the_tables_header_says_the_updates_scale_with_the_pairs():
+    """A regime's budget is its largest size's: the header says so, and each size's updates
+    are in the curve's table."""
+    from adl.runtime.sweep.report import report
+
+    root = Path(__file__).resolve().parents[2]
+    text = report("you2020_regime", root / "docs" / "results")
+    head = text.split("\n| system |")[0]
+    assert "updates at the largest size, fewer at the smaller (equal passes" in head
+    assert "| 1,405 | 268 |" in text  # the smallest size's updates, in the curve's table

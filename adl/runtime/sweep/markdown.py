@@ -46,13 +46,11 @@ def markdown(table: Table, title: bool = True) -> str:
     from adl.runtime.sweep import results as res
 
     spec = table.plan.spec
+    steps = f"{spec.steps:,} updates" if spec.steps else ""
+    if steps and spec.regime is not None:  # the budget's steps are the largest size's
+        steps += " at the largest size, fewer at the smaller (equal passes; each size's below)"
     budget = " and ".join(
-        x
-        for x in (
-            f"{spec.steps:,} updates" if spec.steps else "",
-            f"{spec.minutes:g} minutes" if spec.minutes else "",
-        )
-        if x
+        x for x in (steps, f"{spec.minutes:g} minutes" if spec.minutes else "") if x
     )
     beams = sorted({str(s.decode.get("beam", 1)) for s in spec.systems})
     cost = res.read_cost(table.results, spec)
