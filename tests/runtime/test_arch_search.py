@@ -326,3 +326,26 @@ def test_a_document_block_is_the_search_report_regenerated(tmp_path):
     assert update_doc(doc, write=False) == [] and not (folder / "report.md").exists()
     code, out, err = run_cli("search", "report", "--update-doc", str(doc))
     assert code == 0 and out.strip() == f"{doc}: up to date", err
+
+
+def test_a_trial_drops_the_presets_variables_its_program_does_not_read(tmp_path):
+    """The demo preset sets $layers; a space deciding its depth as $depth does not read it,
+    and a trial's files (enc.adl, dec.adl: no role in their names) must still train."""
+    from adl.runtime.model.build import check_model_files
+    from adl.runtime.search.trial import trial_config
+
+    args = toy(tmp_path)
+    s = Spec(
+        "$depth = {1..2}\npos -> repeat($depth, res_nd(rnn) -> res_nd(ffl)) -> norm\n",
+        DEC,
+        train=[args[3] + ".src", args[3] + ".tgt"],
+        valid=[args[5] + ".src", args[5] + ".tgt"],
+        preset="demo",
+    )
+    program = Spaces(s).first()
+    files = program.write(tmp_path / "programs" / program.key)
+    assert [f.name for f in files] == ["enc.adl", "dec.adl"]
+    config = trial_config(s, tmp_path, files, 1)
+    assert "layers" not in config.model.vars
+    config.model.encoder, config.model.decoder = str(files[0]), str(files[1])
+    check_model_files(config.model)  # no "variable $layers is set but none reads it"

@@ -82,18 +82,20 @@ def _read(spec: Spec, config: Config, files: tuple[Path, Path]) -> dict[str, Any
     """The model variables of a trial: the preset's that its program reads (the preset's
     ``$layers`` means nothing to a space that decides its depth as ``$depth``), and every
     one the search sets (``--set model.vars.NAME=...``: one no program reads is an error)."""
-    from adl.analysis.program import Program as Checked
-    from adl.batch import check_files
+    from adl.errors import ADLError
+    from adl.models import check_model
 
     given = dict(config.model.vars or {})
     mine = {s.split("=", 1)[0].strip().removeprefix("model.vars.") for s in spec.sets}
     m = config.model
-    found = check_files(
-        list(files), d_model=m.d_model, heads=m.heads, dropout=m.dropout, vars=given
-    )
-    if not all(isinstance(r, Checked) for r in found):
+    try:  # by position, as the trainer reads them: a trial's files are enc.adl and dec.adl,
+        # whose names say no role
+        found = check_model(
+            files[0], files[1], d_model=m.d_model, heads=m.heads, dropout=m.dropout, vars=given
+        )
+    except ADLError:
         return given  # the check of the program says what is wrong
-    read = set().union(*(r.variables_read for r in found if isinstance(r, Checked)))
+    read = set().union(*(r.variables_read for r in found))
     return {k: v for k, v in given.items() if k in read or k in mine}
 
 
