@@ -349,3 +349,28 @@ def test_a_trial_drops_the_presets_variables_its_program_does_not_read(tmp_path)
     assert "layers" not in config.model.vars
     config.model.encoder, config.model.decoder = str(files[0]), str(files[1])
     check_model_files(config.model)  # no "variable $layers is set but none reads it"
+
+
+def test_the_cost_of_a_program_is_measured_beside_the_spaces_first(tmp_path):
+    """The baseline's files go encoder first (sorted, first.dec.adl came before
+    first.enc.adl and every trial of a speed search failed after training)."""
+    from adl.runtime.search.trial import first_files, measure_costs, trial_config
+
+    args = toy(tmp_path)
+    s = Spec(
+        ENC,
+        DEC,
+        train=[args[3] + ".src", args[3] + ".tgt"],
+        valid=[args[5] + ".src", args[5] + ".tgt"],
+        preset="tiny",
+        objectives=["bleu", "speed"],
+    )
+    spaces = Spaces(s)
+    first = spaces.first()
+    for path, text in zip(first_files(tmp_path), (first.encoder, first.decoder)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert [p.name for p in first_files(tmp_path)] == ["first.enc.adl", "first.dec.adl"]
+    files = first.write(tmp_path / "programs" / first.key)
+    costs = measure_costs(s, tmp_path, trial_config(s, tmp_path, files, 1), files)
+    assert costs["speed"] > 0 and costs["greedy_sentences_per_s"] > 0

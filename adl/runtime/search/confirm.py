@@ -129,17 +129,9 @@ def confirm(
         )
     else:
         texts = tuple(Path(p).read_text(encoding="utf-8") for p in baseline)
-    from adl.runtime.search.trial import trial_config
+    from adl.runtime.search.trial import first_files, trial_config
 
-    steps = (
-        spec.steps
-        or trial_config(
-            spec,
-            folder,
-            (folder / "baseline" / "first.enc.adl", folder / "baseline" / "first.dec.adl"),
-            1,
-        ).train.max_steps
-    )
+    steps = spec.steps or trial_config(spec, folder, first_files(folder), 1).train.max_steps
     path = write_spec(
         folder, spec, programs, (texts[0], texts[1]), os.path.abspath(test), seeds, steps
     )

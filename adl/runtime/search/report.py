@@ -18,7 +18,7 @@ from adl.runtime.docblocks import pattern, rewrite
 from adl.runtime.search.programs import structure
 from adl.runtime.search.spec import OBJECTIVES, load, optuna_module
 from adl.runtime.search.study import open_study, storage_url
-from adl.runtime.search.trial import trial_config
+from adl.runtime.search.trial import first_files, trial_config
 
 BLOCK = pattern("adl search report", r"\S+")
 ARCHITECTURES = Path(__file__).resolve().parents[3] / "architectures"  # the source tree's
@@ -67,7 +67,7 @@ def report(
     study = open_study(spec, storage_url(folder, storage))
     trials = study.get_trials(deepcopy=False)
     states = optuna.trial.TrialState
-    config = trial_config(spec, folder, _first(folder), 1)
+    config = trial_config(spec, folder, first_files(folder), 1)
     papers = _papers(config)
     rows = []
     for t in trials:
@@ -110,10 +110,6 @@ def spent(trials: list[Any]) -> float:
         if t.datetime_start is not None and t.datetime_complete is not None:
             total += (t.datetime_complete - t.datetime_start).total_seconds()
     return total / 3600
-
-
-def _first(folder: Path) -> tuple[Path, Path]:
-    return folder / "baseline" / "first.enc.adl", folder / "baseline" / "first.dec.adl"
 
 
 def _papers(config: Any) -> dict[str, str]:

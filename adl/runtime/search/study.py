@@ -29,7 +29,14 @@ from typing import Any
 
 from adl.runtime.search.programs import Program, Spaces, check_program
 from adl.runtime.search.spec import SearchError, Spec, optuna_module, settle
-from adl.runtime.search.trial import Busy, ended, held, train_program, trial_config
+from adl.runtime.search.trial import (
+    Busy,
+    ended,
+    first_files,
+    held,
+    train_program,
+    trial_config,
+)
 from adl.runtime.sweep.state import alive
 
 try:
@@ -170,7 +177,7 @@ def work(folder: str | Path, worker: int, budget: Budget, storage: str | None, t
     study = open_study(spec, url, worker)
     curves = open_study(spec, url, worker, curves=True) if len(spec.objectives) > 1 else None
     spaces = Spaces(spec)
-    base = trial_config(spec, folder, _first_files(folder), threads)
+    base = trial_config(spec, folder, first_files(folder), threads)
     size = spaces.size
     trained = skipped = 0
     while skipped < MAX_SKIPPED:
@@ -317,10 +324,6 @@ def _reporter(trial: Any):
     return report
 
 
-def _first_files(folder: Path) -> tuple[Path, Path]:
-    return folder / "baseline" / "first.enc.adl", folder / "baseline" / "first.dec.adl"
-
-
 def run(
     spec: Spec | None,
     folder: str | Path,
@@ -346,7 +349,7 @@ def run(
     spec = settle(spec, folder)
     spaces = Spaces(spec)
     first = spaces.first()
-    for path, text in zip(_first_files(folder), (first.encoder, first.decoder)):
+    for path, text in zip(first_files(folder), (first.encoder, first.decoder)):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     open_study(spec, storage_url(folder, storage))  # created before the workers race to

@@ -188,6 +188,12 @@ def train_program(
     return outcome
 
 
+def first_files(folder: Path) -> tuple[Path, Path]:
+    """The space's first program, the baseline of the costs: its encoder, then its decoder,
+    as every model's files are read (sorted names would put .dec before .enc)."""
+    return folder / "baseline" / "first.enc.adl", folder / "baseline" / "first.dec.adl"
+
+
 def measure_costs(spec: Spec, folder: Path, config: Config, files: tuple[Path, Path]) -> dict:
     """The cost objectives the spec asks for (speed, memory), measured by adl.runtime.cost
     beside the space's first program (the same workload, taking turns)."""
@@ -198,7 +204,7 @@ def measure_costs(spec: Spec, folder: Path, config: Config, files: tuple[Path, P
 
     from adl.runtime import cost
 
-    first = sorted((folder / "baseline").glob("*.adl"))
+    first = list(first_files(folder))
     device = "cuda" if config.train.device != "cpu" and torch.cuda.is_available() else "cpu"
     workload = cost.Workload(
         lengths=(spec.cost_length,),
