@@ -44,6 +44,18 @@ def toy(tmp_path: Path) -> list[str]:
     ]
 
 
+def toy_spec(tmp_path: Path, enc: str = ENC, **settings) -> Spec:
+    """The toy search's spec on its data (written by :func:`toy`)."""
+    args = toy(tmp_path)
+    return Spec(
+        enc,
+        DEC,
+        train=[args[3] + ".src", args[3] + ".tgt"],
+        valid=[args[5] + ".src", args[5] + ".tgt"],
+        **settings,
+    )
+
+
 def spec(**settings) -> Spec:
     return Spec(ENC, DEC, train=["t.src", "t.tgt"], valid=["v.src", "v.tgt"], **settings)
 
@@ -291,15 +303,8 @@ def test_the_report_counts_the_hours_of_the_ended_trials():
 def test_a_document_block_is_the_search_report_regenerated(tmp_path):
     from adl.runtime.search.report import update_doc
 
-    args = toy(tmp_path)
     folder = tmp_path / "docs" / "results" / "s"
-    s = Spec(
-        ENC,
-        DEC,
-        train=[args[3] + ".src", args[3] + ".tgt"],
-        valid=[args[5] + ".src", args[5] + ".tgt"],
-        preset="tiny",
-    )
+    s = toy_spec(tmp_path, preset="tiny")
     settle(s, folder)
     first = Spaces(s).first()
     (folder / "baseline").mkdir()
@@ -334,14 +339,8 @@ def test_a_trial_drops_the_presets_variables_its_program_does_not_read(tmp_path)
     from adl.runtime.model.build import check_model_files
     from adl.runtime.search.trial import trial_config
 
-    args = toy(tmp_path)
-    s = Spec(
-        "$depth = {1..2}\npos -> repeat($depth, res_nd(rnn) -> res_nd(ffl)) -> norm\n",
-        DEC,
-        train=[args[3] + ".src", args[3] + ".tgt"],
-        valid=[args[5] + ".src", args[5] + ".tgt"],
-        preset="demo",
-    )
+    enc = "$depth = {1..2}\npos -> repeat($depth, res_nd(rnn) -> res_nd(ffl)) -> norm\n"
+    s = toy_spec(tmp_path, enc, preset="demo")
     program = Spaces(s).first()
     files = program.write(tmp_path / "programs" / program.key)
     assert [f.name for f in files] == ["enc.adl", "dec.adl"]
@@ -356,15 +355,7 @@ def test_the_cost_of_a_program_is_measured_beside_the_spaces_first(tmp_path):
     first.enc.adl and every trial of a speed search failed after training)."""
     from adl.runtime.search.trial import first_files, measure_costs, trial_config
 
-    args = toy(tmp_path)
-    s = Spec(
-        ENC,
-        DEC,
-        train=[args[3] + ".src", args[3] + ".tgt"],
-        valid=[args[5] + ".src", args[5] + ".tgt"],
-        preset="tiny",
-        objectives=["bleu", "speed"],
-    )
+    s = toy_spec(tmp_path, preset="tiny", objectives=["bleu", "speed"])
     spaces = Spaces(s)
     first = spaces.first()
     for path, text in zip(first_files(tmp_path), (first.encoder, first.decoder)):
