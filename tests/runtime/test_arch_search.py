@@ -302,14 +302,13 @@ def test_the_report_counts_the_hours_of_the_ended_trials():
 
 def test_a_document_block_is_the_search_report_regenerated(tmp_path):
     from adl.runtime.search.report import update_doc
+    from adl.runtime.search.trial import write_first
 
     folder = tmp_path / "docs" / "results" / "s"
     s = toy_spec(tmp_path, preset="tiny")
     settle(s, folder)
     first = Spaces(s).first()
-    (folder / "baseline").mkdir()
-    (folder / "baseline" / "first.enc.adl").write_text(first.encoder)
-    (folder / "baseline" / "first.dec.adl").write_text(first.decoder)
+    write_first(folder, first)
     study = optuna.create_study(storage=f"sqlite:///{folder / 'study.db'}", study_name="search")
     enc = "pos -> repeat(2, res_nd(rnn) -> res_nd(ffl)) -> norm\n"
     for bleu, program, encoder in ((7.5, "p1", first.encoder), (9.25, "p2", enc)):
@@ -353,15 +352,12 @@ def test_a_trial_drops_the_presets_variables_its_program_does_not_read(tmp_path)
 def test_the_cost_of_a_program_is_measured_beside_the_spaces_first(tmp_path):
     """The baseline's files go encoder first (sorted, first.dec.adl came before
     first.enc.adl and every trial of a speed search failed after training)."""
-    from adl.runtime.search.trial import first_files, measure_costs, trial_config
+    from adl.runtime.search.trial import measure_costs, trial_config, write_first
 
     s = toy_spec(tmp_path, preset="tiny", objectives=["bleu", "speed"])
-    spaces = Spaces(s)
-    first = spaces.first()
-    for path, text in zip(first_files(tmp_path), (first.encoder, first.decoder)):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert [p.name for p in first_files(tmp_path)] == ["first.enc.adl", "first.dec.adl"]
+    first = Spaces(s).first()
+    written = write_first(tmp_path, first)
+    assert [p.name for p in written] == ["first.enc.adl", "first.dec.adl"]
     files = first.write(tmp_path / "programs" / first.key)
     costs = measure_costs(s, tmp_path, trial_config(s, tmp_path, files, 1), files)
     assert costs["speed"] > 0 and costs["greedy_sentences_per_s"] > 0

@@ -36,6 +36,7 @@ from adl.runtime.search.trial import (
     held,
     train_program,
     trial_config,
+    write_first,
 )
 from adl.runtime.sweep.state import alive
 
@@ -348,10 +349,7 @@ def run(
     folder = Path(folder)
     spec = settle(spec, folder)
     spaces = Spaces(spec)
-    first = spaces.first()
-    for path, text in zip(first_files(folder), (first.encoder, first.decoder)):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    write_first(folder, spaces.first())
     open_study(spec, storage_url(folder, storage))  # created before the workers race to
     budget = Budget(trials, time.time() + 3600 * hours if hours else 0.0)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1

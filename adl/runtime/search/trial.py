@@ -194,6 +194,15 @@ def first_files(folder: Path) -> tuple[Path, Path]:
     return folder / "baseline" / "first.enc.adl", folder / "baseline" / "first.dec.adl"
 
 
+def write_first(folder: Path, first: Program) -> tuple[Path, Path]:
+    """Write the space's first program as the search's baseline (:func:`first_files`)."""
+    paths = first_files(folder)
+    for path, text in zip(paths, (first.encoder, first.decoder)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return paths
+
+
 def measure_costs(spec: Spec, folder: Path, config: Config, files: tuple[Path, Path]) -> dict:
     """The cost objectives the spec asks for (speed, memory), measured by adl.runtime.cost
     beside the space's first program (the same workload, taking turns)."""
