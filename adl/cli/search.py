@@ -1,7 +1,7 @@
 """``adl search``: search a pair of spaces of programs with Optuna (the runtime does the work).
 
 adl search ENC.space.adl DEC.space.adl --train data/train --valid data/valid --langs en fr
-           --out runs/search/s1 --trials 40 [--hours 8] [--workers 2]
+           --out runs/search/s1 --trials 40 [--hours 8] [--study-hours 16] [--workers 2]
            [--objective bleu --objective params] [--pruner halving|hyperband|none]
            [--storage postgresql://...] [--executor slurm --slurm partition=gpu]
 adl search ENC DEC ... --out runs/search/s1       the same again: continue the study
@@ -37,6 +37,7 @@ OPTIONS = """
 --valid-every N int 0 | updates between validations, the pruner's rungs
 --trials N int 0 | trials that train, in the whole study
 --hours H float 0 | no trial starts after this many hours of this command
+--study-hours H float 0 | no trial starts once the study's trials have taken H hours in all, over every command and worker (the report's hours)
 --workers N int 1 | workers at once (1)
 --threads N int 0 | CPU threads of a worker (default: the CPUs / workers)
 --storage URL | an Optuna storage URL (default FOLDER/study.db)
@@ -123,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
     }
     spec = search.Spec.of(words[0], words[1], **data, **settings)
     out = Path(args.out) if args.out else Path("runs") / "search" / args.study
-    budget = {"trials": args.trials, "hours": args.hours, "workers": args.workers}
+    budget = {"trials": args.trials, "hours": args.hours, "study_hours": args.study_hours}
+    budget["workers"] = args.workers
     where = {"executor": args.executor, "storage": args.storage, "threads": args.threads}
     done = search.run(spec, out, **budget, **where, slurm=slurm_options(args.slurm))
     trained, finished, size = done["trials"], done["programs"], done["size"]

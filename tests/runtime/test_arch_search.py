@@ -93,6 +93,15 @@ def test_a_search_folder_refuses_other_settings(tmp_path):
         spec(objectives=["bleu", "speedy"]).checked()
 
 
+def test_a_search_without_a_budget_is_refused(tmp_path):
+    from adl.runtime.search.study import run
+
+    with pytest.raises(
+        SearchError, match="give a budget: --trials N, --hours H or --study-hours H"
+    ):
+        run(spec(), tmp_path)
+
+
 def test_without_optuna_adl_search_says_how_to_install_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "optuna", None)  # import optuna raises ImportError
     args = toy(tmp_path)
@@ -283,7 +292,7 @@ def test_two_workers_a_kill_and_a_restart_train_no_finished_trial_twice(tmp_path
 def test_the_report_counts_the_hours_of_the_ended_trials():
     import datetime
 
-    from adl.runtime.search.report import spent
+    from adl.runtime.search.study import spent
 
     start = datetime.datetime(2026, 12, 1, 10, 0, 0)
     states = optuna.trial.TrialState
@@ -298,6 +307,36 @@ def test_the_report_counts_the_hours_of_the_ended_trials():
     running.datetime_start, running.datetime_complete = start, None  # not ended: not counted
     assert spent([*made, running]) == pytest.approx(2.0)
     assert spent([]) == 0.0
+
+
+def test_the_study_hours_stop_the_workers_over_every_command():
+    import datetime
+
+    from adl.runtime.search.study import Budget, over
+
+    now = datetime.datetime.now()
+    states = optuna.trial.TrialState
+    trials = []
+    for state, minutes, attrs in (  # 90 minutes ended; 30 skipped (they trained nothing)
+        (states.COMPLETE, 60, {}),
+        (states.FAIL, 30, {}),  # a trial cut with its worker: its hours were spent
+        (states.COMPLETE, 30, {"skipped": "busy"}),
+    ):
+        value = 1.0 if state == states.COMPLETE else None
+        trial = optuna.trial.create_trial(state=state, value=value, user_attrs=attrs)
+        trial.datetime_start = now - datetime.timedelta(hours=5)
+        trial.datetime_complete = trial.datetime_start + datetime.timedelta(minutes=minutes)
+        trials.append(trial)
+    assert not over(Budget(hours=2.0), trials, 2, False)
+    assert over(Budget(hours=1.5), trials, 2, False)
+    assert not over(Budget(), trials, 2, False)  # no budget at all: the caller's to refuse
+    running = optuna.trial.create_trial(state=states.RUNNING)
+    running.datetime_start = now - datetime.timedelta(minutes=40)  # so far: 2 h 10 in all
+    trials.append(running)
+    assert over(Budget(hours=2.0), trials, 3, False)
+    assert not over(Budget(hours=2.5), trials, 3, False)
+    # a budget of trials lets a waiting retry train past it, in its failed trial's place
+    assert over(Budget(trials=3), trials, 3, False) and not over(Budget(trials=3), trials, 3, True)
 
 
 def test_a_document_block_is_the_search_report_regenerated(tmp_path):

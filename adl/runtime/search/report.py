@@ -17,7 +17,7 @@ from typing import Any
 from adl.runtime.docblocks import pattern, rewrite
 from adl.runtime.search.programs import structure
 from adl.runtime.search.spec import OBJECTIVES, load, optuna_module
-from adl.runtime.search.study import open_study, storage_url
+from adl.runtime.search.study import open_study, spent, storage_url
 from adl.runtime.search.trial import first_files, trial_config
 
 BLOCK = pattern("adl search report", r"\S+")
@@ -99,17 +99,6 @@ def report(
         paths.append(draw(result, folder / "report.png"))
     result.files = paths
     return result
-
-
-def spent(trials: list[Any]) -> float:
-    """Hours the ended trials took, each from its start to its end, summed: with W workers
-    at once, about W times the wall time the search has run, over all its commands (a
-    restart's ``--hours`` counts its own command's wall time only)."""
-    total = 0.0
-    for t in trials:
-        if t.datetime_start is not None and t.datetime_complete is not None:
-            total += (t.datetime_complete - t.datetime_start).total_seconds()
-    return total / 3600
 
 
 def _papers(config: Any) -> dict[str, str]:

@@ -18,6 +18,7 @@ its values), one another worker is training, one that does not check.
 
 from __future__ import annotations
 
+import datetime
 import multiprocessing
 import os
 import socket
@@ -54,6 +55,7 @@ GRACE = 180  # seconds of silence before another worker fails a trial and retrie
 class Budget:
     trials: int = 0  # trials that train, in the whole study (0: no limit)
     deadline: float = 0.0  # time.time() after which no trial starts (0: none)
+    hours: float = 0.0  # the study's hours (:func:`spent`) after which no trial starts (0: none)
 
 
 def storage_url(folder: Path, storage: str | None) -> str:
@@ -117,6 +119,33 @@ def counted(study: Any) -> tuple[int, set[str]]:
         if t.state in states and "program" in t.user_attrs:
             done.add(t.user_attrs["program"])
     return n, done
+
+
+def spent(trials: list[Any], now: datetime.datetime | None = None) -> float:
+    """Hours the ended trials took, each from its start to its end, summed (with ``now``,
+    the running trials' hours so far too): with W workers at once, about W times the wall
+    time the search has run, over all its commands (``--hours`` counts one command's wall
+    time only). A trial cut by a lost worker counts the hours it ran until it was failed."""
+    total = 0.0
+    for t in trials:
+        end = t.datetime_complete or (now if t.datetime_start is not None else None)
+        if t.datetime_start is not None and end is not None:
+            total += (end - t.datetime_start).total_seconds()
+    return total / 3600
+
+
+def over(budget: Budget, trials: list[Any], n: int, waiting: bool) -> bool:
+    """Whether the budget is spent, the study's ``trials`` as they stand: ``n`` trained (a retry that ``waiting`` trains
+    past it, in its failed trial's place), the command's deadline, or the study's hours
+    (of every trial that trained, the running ones' so far)."""
+    if budget.trials and n >= budget.trials and not waiting:
+        return True
+    if budget.deadline and time.time() >= budget.deadline:
+        return True
+    if budget.hours:
+        own = [t for t in trials if "skipped" not in t.user_attrs]
+        return spent(own, datetime.datetime.now()) >= budget.hours
+    return False
 
 
 def fail_dead(study: Any) -> int:
@@ -193,9 +222,7 @@ def work(folder: str | Path, worker: int, budget: Budget, storage: str | None, t
             if len(done) >= size and not waiting:
                 print(f"worker {worker}: every program of the space is trained", flush=True)
                 break
-            if (budget.trials and n >= budget.trials and not waiting) or (
-                budget.deadline and time.time() >= budget.deadline
-            ):
+            if over(budget, study.get_trials(deepcopy=False), n, bool(waiting)):
                 break
             objective = _Objective(spec, folder, spaces, base, gate, curves, threads)
             announce(study, socket.gethostname(), os.getpid())
@@ -331,6 +358,7 @@ def run(
     *,
     trials: int = 0,
     hours: float = 0.0,
+    study_hours: float = 0.0,
     workers: int = 1,
     executor: str = "local",
     slurm: dict[str, Any] | None = None,
@@ -338,11 +366,12 @@ def run(
     threads: int = 0,
 ) -> dict[str, Any]:
     """Search: ``workers`` workers (local processes, or Slurm jobs through submitit) share
-    the study until ``trials`` trials have trained or ``hours`` have passed (or every
-    program is trained). ``spec`` None continues the folder's search. Returns the study's
+    the study until ``trials`` trials have trained, ``hours`` have passed, or the study's
+    trials have taken ``study_hours`` in all, over every command (or every program is
+    trained). ``spec`` None continues the folder's search. Returns the study's
     counts."""
-    if not trials and not hours:
-        raise SearchError("give a budget: --trials N or --hours H")
+    if not (trials or hours or study_hours):
+        raise SearchError("give a budget: --trials N, --hours H or --study-hours H")
     if workers < 1:
         raise SearchError("--workers must be at least 1")
     optuna_module()
@@ -351,7 +380,7 @@ def run(
     spaces = Spaces(spec)
     write_first(folder, spaces.first())
     open_study(spec, storage_url(folder, storage))  # created before the workers race to
-    budget = Budget(trials, time.time() + 3600 * hours if hours else 0.0)
+    budget = Budget(trials, time.time() + 3600 * hours if hours else 0.0, study_hours)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     threads = threads or max(1, cpus // workers)
     args = [(str(folder), i, budget, storage, threads) for i in range(workers)]
