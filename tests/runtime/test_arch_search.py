@@ -371,6 +371,16 @@ def test_a_document_block_is_the_search_report_regenerated(tmp_path):
     assert code == 0 and out.strip() == f"{doc}: up to date", err
 
 
+def test_the_search_document_holds_the_committed_study():
+    """docs/search.md's report blocks are what ``adl search report`` makes of the committed
+    study (regenerate with ``adl search report --update-doc docs/search.md``)."""
+    from adl.runtime.search.report import update_doc
+
+    assert update_doc(ROOT / "docs" / "search.md", write=False) == [], (
+        "run adl search report --update-doc docs/search.md"
+    )
+
+
 def test_a_trial_drops_the_presets_variables_its_program_does_not_read(tmp_path):
     """The demo preset sets $layers; a space deciding its depth as $depth does not read it,
     and a trial's files (enc.adl, dec.adl: no role in their names) must still train."""
