@@ -300,7 +300,7 @@ def test_the_report_counts_the_hours_of_the_ended_trials():
         optuna.trial.create_trial(state=s, value=v, user_attrs={})
         for s, v in ((states.COMPLETE, 1.0), (states.PRUNED, None), (states.FAIL, None))
     ]
-    for trial, minutes in zip(made, (90, 20, 10)):  # 2 hours in all
+    for trial, minutes in zip(made, (90, 30, 600)):  # 2 hours trained; the failed one cut
         trial.datetime_start = start
         trial.datetime_complete = start + datetime.timedelta(minutes=minutes)
     running = optuna.trial.create_trial(state=states.RUNNING)
@@ -317,9 +317,10 @@ def test_the_study_hours_stop_the_workers_over_every_command():
     now = datetime.datetime.now()
     states = optuna.trial.TrialState
     trials = []
-    for state, minutes, attrs in (  # 90 minutes ended; 30 skipped (they trained nothing)
+    for state, minutes, attrs in (  # 90 minutes trained; 30 skipped (they trained nothing)
         (states.COMPLETE, 60, {}),
-        (states.FAIL, 30, {}),  # a trial cut with its worker: its hours were spent
+        (states.PRUNED, 30, {}),
+        (states.FAIL, 600, {}),  # cut with its worker, failed a session later: its retry counts
         (states.COMPLETE, 30, {"skipped": "busy"}),
     ):
         value = 1.0 if state == states.COMPLETE else None

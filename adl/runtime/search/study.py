@@ -122,22 +122,29 @@ def counted(study: Any) -> tuple[int, set[str]]:
 
 
 def spent(trials: list[Any], now: datetime.datetime | None = None) -> float:
-    """Hours the ended trials took, each from its start to its end, summed (with ``now``,
-    the running trials' hours so far too): with W workers at once, about W times the wall
-    time the search has run, over all its commands (``--hours`` counts one command's wall
-    time only). A trial cut by a lost worker counts the hours it ran until it was failed."""
+    """Hours the trials that ended by training (complete or pruned) took, each from its
+    start to its end, summed (with ``now``, the running trials' hours so far too): with W
+    workers at once, about W times the wall time the search has run, over all its commands
+    (``--hours`` counts one command's wall time only). A trial cut with its worker is not
+    counted: its end is only known when a later worker fails it, perhaps a session later,
+    and its retry trains the program again and counts."""
+    optuna = optuna_module()
+    states = optuna.trial.TrialState
     total = 0.0
     for t in trials:
-        end = t.datetime_complete or (now if t.datetime_start is not None else None)
-        if t.datetime_start is not None and end is not None:
-            total += (end - t.datetime_start).total_seconds()
+        if t.datetime_start is None:
+            continue
+        if t.state in (states.COMPLETE, states.PRUNED) and t.datetime_complete is not None:
+            total += (t.datetime_complete - t.datetime_start).total_seconds()
+        elif t.state == states.RUNNING and now is not None:
+            total += (now - t.datetime_start).total_seconds()
     return total / 3600
 
 
 def over(budget: Budget, trials: list[Any], n: int, waiting: bool) -> bool:
-    """Whether the budget is spent, the study's ``trials`` as they stand: ``n`` trained (a retry that ``waiting`` trains
-    past it, in its failed trial's place), the command's deadline, or the study's hours
-    (of every trial that trained, the running ones' so far)."""
+    """Whether the budget is spent, the study's ``trials`` as they stand: ``n`` trained (a
+    retry that ``waiting`` trains past it, in its failed trial's place), the command's
+    deadline, or the study's hours (the running trials' so far counted)."""
     if budget.trials and n >= budget.trials and not waiting:
         return True
     if budget.deadline and time.time() >= budget.deadline:
