@@ -127,12 +127,13 @@ def spent(trials: list[Any], now: datetime.datetime | None = None) -> float:
     workers at once, about W times the wall time the search has run, over all its commands
     (``--hours`` counts one command's wall time only). A trial cut with its worker is not
     counted: its end is only known when a later worker fails it, perhaps a session later,
-    and its retry trains the program again and counts."""
+    and its retry trains the program again and counts. Trials that trained nothing
+    (``skipped``) are not counted."""
     optuna = optuna_module()
     states = optuna.trial.TrialState
     total = 0.0
     for t in trials:
-        if t.datetime_start is None:
+        if t.datetime_start is None or "skipped" in t.user_attrs:
             continue
         if t.state in (states.COMPLETE, states.PRUNED) and t.datetime_complete is not None:
             total += (t.datetime_complete - t.datetime_start).total_seconds()
@@ -150,8 +151,7 @@ def over(budget: Budget, trials: list[Any], n: int, waiting: bool) -> bool:
     if budget.deadline and time.time() >= budget.deadline:
         return True
     if budget.hours:
-        own = [t for t in trials if "skipped" not in t.user_attrs]
-        return spent(own, datetime.datetime.now()) >= budget.hours
+        return spent(trials, datetime.datetime.now()) >= budget.hours
     return False
 
 
