@@ -340,6 +340,24 @@ def test_the_study_hours_stop_the_workers_over_every_command():
     assert over(Budget(trials=3), trials, 3, False) and not over(Budget(trials=3), trials, 3, True)
 
 
+def test_a_pareto_trials_mirror_is_asked_without_the_heartbeat_warning(tmp_path):
+    """Optuna warns on ask() where the storage beats hearts; the mirror of the curves
+    study (which prunes a Pareto search) is asked without it (it was in the log once a
+    trial)."""
+    import warnings
+
+    from adl.runtime.search.study import ask_mirror, open_study
+
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    curves = open_study(spec(objectives=["bleu", "speed"]), url, curves=True)
+    with pytest.warns(UserWarning, match="Heartbeat of storage"):
+        curves.ask()  # the warning that ask_mirror leaves out
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mirror = ask_mirror(curves)
+    assert mirror.number == 1 and curves.directions == [optuna.study.StudyDirection.MAXIMIZE]
+
+
 def test_a_document_block_is_the_search_report_regenerated(tmp_path):
     from adl.runtime.search.report import update_doc
     from adl.runtime.search.trial import write_first

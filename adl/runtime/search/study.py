@@ -96,6 +96,16 @@ def open_study(spec: Spec, url: str, worker: int = 0, curves: bool = False) -> A
     )
 
 
+def ask_mirror(curves: Any) -> Any:
+    """A trial of the curves study that mirrors a Pareto trial's validations for the
+    pruner. Optuna warns on every ``ask`` of a study whose storage beats hearts (the beat is
+    meant for ``optimize``); the mirror needs none, since the worker tells it how its trial
+    ended, so the warning, once a trial in every log, is left out here."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Heartbeat of storage", category=UserWarning)
+        return curves.ask()
+
+
 def _pruner(optuna: Any, spec: Spec) -> Any:
     rung = max(spec.valid_every, 1)
     if spec.pruner == "halving":
@@ -297,7 +307,7 @@ class _Objective:
     def _train(self, trial: Any, program: Program) -> Any:
         """Train the trial's program (its lock held) and return the trial's values."""
         optuna = optuna_module()
-        mirror = self.curves.ask() if self.curves is not None else None
+        mirror = ask_mirror(self.curves) if self.curves is not None else None
         report = _reporter(trial if mirror is None else mirror)
         try:
             outcome = train_program(
