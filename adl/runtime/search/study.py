@@ -65,19 +65,20 @@ def storage_url(folder: Path, storage: str | None) -> str:
 def open_study(spec: Spec, url: str, worker: int = 0, curves: bool = False) -> Any:
     """The study (created on first use), with its sampler and pruner; ``curves``: the
     single-objective study of validation curves that prunes a Pareto search's trials
-    (Optuna's pruners take one objective)."""
+    (Optuna's pruners take one objective). The curves study's trials are asked and told by
+    the worker of their Pareto trial, never run by ``optimize``, so its storage has no
+    heartbeat (Optuna warns on every ``ask`` of a study whose storage beats hearts)."""
     optuna = optuna_module()
     warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
     kwargs: dict[str, Any] = {}
     if url.startswith("sqlite"):
         kwargs["engine_kwargs"] = {"connect_args": {"timeout": 120}}
-    storage = optuna.storages.RDBStorage(
-        url,
-        heartbeat_interval=HEARTBEAT,
-        grace_period=GRACE,
-        heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(3),
-        **kwargs,
-    )
+    if not curves:
+        retry = optuna.storages.RetryHeartbeatStaleTrialCallback(3)
+        kwargs.update(
+            heartbeat_interval=HEARTBEAT, grace_period=GRACE, heartbeat_stale_trial_callback=retry
+        )
+    storage = optuna.storages.RDBStorage(url, **kwargs)
     seed = spec.sampler_seed + worker  # workers with one seed would propose one program
     if curves or len(spec.objectives) == 1:
         sampler = optuna.samplers.TPESampler(seed=seed)
@@ -94,16 +95,6 @@ def open_study(spec: Spec, url: str, worker: int = 0, curves: bool = False) -> A
         pruner=pruner,
         load_if_exists=True,
     )
-
-
-def ask_mirror(curves: Any) -> Any:
-    """A trial of the curves study that mirrors a Pareto trial's validations for the
-    pruner. Optuna warns on every ``ask`` of a study whose storage beats hearts (the beat is
-    meant for ``optimize``); the mirror needs none, since the worker tells it how its trial
-    ended, so the warning, once a trial in every log, is left out here."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Heartbeat of storage", category=UserWarning)
-        return curves.ask()
 
 
 def _pruner(optuna: Any, spec: Spec) -> Any:
@@ -307,7 +298,7 @@ class _Objective:
     def _train(self, trial: Any, program: Program) -> Any:
         """Train the trial's program (its lock held) and return the trial's values."""
         optuna = optuna_module()
-        mirror = ask_mirror(self.curves) if self.curves is not None else None
+        mirror = self.curves.ask() if self.curves is not None else None
         report = _reporter(trial if mirror is None else mirror)
         try:
             outcome = train_program(
